@@ -76,7 +76,7 @@ public:
         : def_(def) {
         info_.component = component;
         info_.name = name;
-        info_.env = std::string("WANMPI_") + component + "_" + name;
+        info_.env = std::string("WANMPI_") + component + (*name ? std::string("_") + name : "");
         info_.alias = alias ? alias : "";
         info_.type = detail::TypeName<T>::v;
         info_.def = detail::to_text(def);

@@ -111,6 +111,9 @@ public:
     }
     // Largest payload try_send accepts (bigger frames must use post_send).
     virtual uint64_t max_inline() const = 0;
+    // Largest payload of one frame given to post_send (core splits rendezvous data into frames
+    // of at most this size). UINT64_MAX when any size streams (tcp).
+    virtual uint64_t max_frame() const { return UINT64_MAX; }
 };
 
 }  // namespace wanmpi::transport

@@ -1,0 +1,1171 @@
+#include "core/engine.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sched.h>
+#include <thread>
+#include <unistd.h>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "base/tunables.hpp"
+#include "core/api.hpp"
+#include "core/errors.hpp"
+#include "runtime/pmi_client.hpp"
+#include "transport/registry.hpp"
+
+namespace wanmpi::core {
+
+using transport::SendOp;
+using transport::SendResult;
+using transport::Transport;
+
+static base::Tunable<std::string> t_transports(
+    "TRANSPORTS", "", "self,shm,tcp",
+    "Transports this rank may use (self, shm, tcp); a peer is reached by self, else shm on the "
+    "same host, else tcp. E.g. 'self,tcp' sends every message over TCP, even on one host.",
+    base::Level::user, nullptr, true);
+static base::Tunable<int64_t> t_eager_credit(
+    "P2P", "EAGER_CREDIT", 4 << 20,
+    "Bytes of eager messages (payload + 64-byte header) a rank may have outstanding at one "
+    "receiver before further messages go by rendezvous. Bounds the receiver's memory for "
+    "unexpected messages.", base::Level::tuner, nullptr, true);
+static base::Tunable<int64_t> t_shm_eager(
+    "SHM", "EAGER_MAX", 16384,
+    "Largest message sent eagerly between ranks of one host; larger ones use rendezvous "
+    "(single copy with process_vm_readv where permitted).", base::Level::tuner);
+static base::Tunable<int64_t> t_tcp_eager(
+    "TCP", "EAGER_MAX", 65536,
+    "Largest message sent eagerly over TCP; larger ones use rendezvous (RTS/CTS, then the "
+    "payload straight into the receive buffer).", base::Level::tuner);
+static base::Tunable<int64_t> t_self_eager(
+    "SELF", "EAGER_MAX", 65536, "Largest message a rank sends to itself eagerly.",
+    base::Level::developer);
+static base::Tunable<int64_t> t_spin_us(
+    "PROGRESS", "SPIN_US", -1,
+    "Microseconds a waiting rank polls before it blocks in the kernel. -1 = automatic: 50 when "
+    "this host has no more ranks than cores, 0 (block at once) when it is oversubscribed.",
+    base::Level::tuner);
+
+// ---- wire header ----------------------------------------------------------------------------
+// 64 bytes, little-endian fields at fixed offsets (ranks of one cluster share a byte order; the
+// IMPI wan transport has its own big-endian format). Encoded field by field, never by struct.
+enum FrameType : uint8_t {
+    F_EAGER = 1, F_RTS, F_CTS, F_DATA, F_FIN, F_SYNC_ACK, F_CANCEL_REQ, F_CANCEL_RESP, F_CREDIT
+};
+enum : uint8_t { FL_SYNC = 1, FL_YES = 2 };
+
+struct Hdr {
+    uint8_t type = 0;
+    uint8_t flags = 0;
+    uint32_t ctx = 0;
+    int32_t src = 0;
+    int32_t tag = 0;
+    uint64_t size = 0;
+    uint64_t sreq = 0;
+    uint64_t rreq = 0;
+    uint64_t addr = 0;    // RTS: sender address for get(); DATA: offset
+    uint64_t credit = 0;  // eager credit returned to the receiver of this frame
+};
+
+template <class T> static inline void put(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
+template <class T> static inline T get(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "intra-cluster header is little-endian");
+
+static void encode(const Hdr& h, uint8_t* p) {
+    p[0] = h.type;
+    p[1] = h.flags;
+    p[2] = p[3] = 0;
+    put(p + 4, h.ctx);
+    put(p + 8, h.src);
+    put(p + 12, h.tag);
+    put(p + 16, h.size);
+    put(p + 24, h.sreq);
+    put(p + 32, h.rreq);
+    put(p + 40, h.addr);
+    put(p + 48, h.credit);
+    put<uint64_t>(p + 56, 0);
+}
+static Hdr decode(const uint8_t* p) {
+    Hdr h;
+    h.type = p[0];
+    h.flags = p[1];
+    h.ctx = get<uint32_t>(p + 4);
+    h.src = get<int32_t>(p + 8);
+    h.tag = get<int32_t>(p + 12);
+    h.size = get<uint64_t>(p + 16);
+    h.sreq = get<uint64_t>(p + 24);
+    h.rreq = get<uint64_t>(p + 32);
+    h.addr = get<uint64_t>(p + 40);
+    h.credit = get<uint64_t>(p + 48);
+    return h;
+}
+static constexpr int64_t kMsgCost = transport::kHeaderSize;  // credit charged per message
+
+// ---- the engine state -----------------------------------------------------------------------
+struct Ctrl {
+    int peer;
+    uint8_t hdr[transport::kHeaderSize];
+};
+
+class Engine final : public transport::RecvSink {
+public:
+    void* on_header(int peer, const uint8_t* hdr, uint64_t len) override;
+    void on_frame(int peer, const uint8_t* hdr, const void* data, uint64_t len) override;
+    void on_peer_failed(int peer, const std::string& why) override;
+
+    std::unique_ptr<runtime::PmiClient> pmi;
+    int rank = 0, size = 1;
+    int level = MPI_THREAD_SINGLE;
+    std::thread::id main_thread;
+    std::string hostname;
+    std::vector<std::unique_ptr<Transport>> transports;
+    std::vector<Transport*> route;       // per world rank
+    std::vector<int64_t> eager_max;      // per world rank
+    std::vector<int64_t> credit;         // bytes I may still send eagerly to each peer
+    std::vector<int64_t> owed;           // credit I owe each peer
+    std::vector<int> owed_list;          // peers with owed > 0
+    std::vector<Inbound> inbound;
+    std::vector<char> dead;
+    std::vector<std::string> dead_why;
+    bool quiescing = false;              // in MPI_Finalize after the last fence: EOFs expected
+    int64_t credit_limit = 0;
+    int64_t spin_ns = 0;
+
+    Request* posted_head = nullptr;
+    Request* posted_tail = nullptr;
+    Unexp* unexp_head = nullptr;
+    Unexp* unexp_tail = nullptr;
+
+    std::vector<Request*> reqs{nullptr};  // index 0 unused: MPI_REQUEST_NULL
+    std::vector<uint32_t> free_reqs;
+    std::vector<Ctrl> ctrl_q;
+    // CTS received: DATA frames to post after progress() returns (transports are not re-entered
+    // from their own callbacks).
+    struct Cts {
+        Request* r;
+        uint32_t gen;
+        uint64_t rreq;
+        int64_t want;
+    };
+    std::vector<Cts> cts_q;
+    std::vector<SendOp*> free_ops;
+    int epfd = -1;
+    int wake_fd = -1;
+
+    // buffered sends
+    char* bsend_buf = nullptr;
+    int64_t bsend_size = 0;
+    std::map<int64_t, int64_t> bsend_used;  // offset -> length
+
+    Request* by_wire(uint64_t id) {
+        uint32_t idx = uint32_t(id), gen = uint32_t(id >> 32);
+        if (idx == 0 || idx >= reqs.size()) return nullptr;
+        Request* r = reqs[idx];
+        return (r && r->gen == gen) ? r : nullptr;
+    }
+    void send_ctrl(int peer, Hdr& h);
+    void flush_ctrl();
+    void return_credit();
+    void fill_credit(int peer, Hdr& h) {
+        h.credit = uint64_t(owed[peer]);
+        owed[peer] = 0;
+    }
+    void owe(int peer, int64_t n) {
+        if (owed[peer] == 0) owed_list.push_back(peer);
+        owed[peer] += n;
+    }
+    void maybe_complete(Request* r);
+    void finish(Request* r);
+    void fail(Request* r, int code);
+    void deliver_eager(Request* r, const void* data, int64_t len, int world_src, bool sync,
+                       uint64_t sreq);
+    void rndv_recv(Request* r, int world_src, uint64_t sreq, uint64_t addr, int64_t size);
+    void send_data(Request* r, uint64_t rreq, int64_t want);
+    Request* match_posted(uint32_t ctx, int src, int tag);
+    void unexp_append(Unexp* u);
+    void unexp_unlink(Unexp* u);
+    void posted_append(Request* r);
+    void posted_unlink(Request* r);
+    int start_send(Request* r);
+    int start_recv(Request* r);
+};
+
+static Engine* g = nullptr;
+
+// ---- requests -------------------------------------------------------------------------------
+Request* request_new(ReqKind kind) {
+    uint32_t idx;
+    if (!g->free_reqs.empty()) {
+        idx = g->free_reqs.back();
+        g->free_reqs.pop_back();
+    } else {
+        idx = uint32_t(g->reqs.size());
+        if (idx >= 0x800000) return nullptr;  // handle space (see mpi.h)
+        g->reqs.push_back(new Request());
+    }
+    Request* r = g->reqs[idx];
+    uint32_t gen = r->gen + 1;
+    *r = Request();
+    r->idx = idx;
+    r->gen = gen;
+    r->kind = kind;
+    return r;
+}
+
+void request_release(Request* r) {
+    std::free(r->pack_buf);
+    r->pack_buf = nullptr;
+    r->ops.clear();
+    r->ops.shrink_to_fit();
+    r->data_ops.clear();
+    r->data_ops.shrink_to_fit();
+    r->comm = nullptr;  // marks the slot free for request_lookup
+    r->gen++;  // stale wire ids no longer resolve
+    g->free_reqs.push_back(r->idx);
+}
+
+MPI_Request request_handle(const Request* r) { return MPI_Request(0x2c000000 | r->idx); }
+
+Request* request_lookup(MPI_Request h) {
+    uint32_t u = uint32_t(h);
+    if ((u & 0xff800000u) != 0x2c000000u || !g) return nullptr;
+    uint32_t idx = u & 0x7fffff;
+    if (idx == 0 || idx >= g->reqs.size()) return nullptr;
+    Request* r = g->reqs[idx];
+    // A free slot is recognisable: it is in the free list with kind reset; we mark it by idx 0.
+    return (r && r->idx == idx && r->comm) ? r : nullptr;
+}
+
+void fill_status(const Request* r, MPI_Status* st) {
+    if (st == MPI_STATUS_IGNORE) return;
+    st->MPI_SOURCE = r->status.MPI_SOURCE;
+    st->MPI_TAG = r->status.MPI_TAG;
+    st->count_lo = r->status.count_lo;
+    st->count_hi_and_cancelled = r->status.count_hi_and_cancelled;
+}
+
+static void set_count(MPI_Status& st, int64_t bytes) {
+    st.count_lo = int(uint32_t(uint64_t(bytes)));
+    st.count_hi_and_cancelled =
+        (st.count_hi_and_cancelled & int(0x80000000u)) | int((uint64_t(bytes) >> 32) & 0x7fffffff);
+}
+static void set_cancelled(MPI_Status& st) {
+    st.count_hi_and_cancelled = int(uint32_t(st.count_hi_and_cancelled) | 0x80000000u);
+}
+
+int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, int peer, int tag,
+                  Comm* comm, Mode mode) {
+    const Datatype* dt = datatype_lookup(dth);
+    if (!dt) return make_error(MPI_ERR_TYPE, "invalid datatype handle 0x%x", unsigned(dth));
+    if (count < 0) return make_error(MPI_ERR_COUNT, "negative count %lld", (long long)count);
+    if (r->kind == ReqKind::send) {
+        if (peer != MPI_PROC_NULL && (peer < 0 || peer >= comm->size))
+            return make_error(MPI_ERR_RANK, "invalid destination rank %d: %s has %d ranks", peer,
+                              comm->name.c_str(), comm->size);
+        if (tag < 0 || tag > 0x7fffffff)
+            return make_error(MPI_ERR_TAG, "invalid tag %d (must be 0..MPI_TAG_UB)", tag);
+    } else {
+        if (peer != MPI_PROC_NULL && peer != MPI_ANY_SOURCE && (peer < 0 || peer >= comm->size))
+            return make_error(MPI_ERR_RANK, "invalid source rank %d: %s has %d ranks", peer,
+                              comm->name.c_str(), comm->size);
+        if (tag < 0 && tag != MPI_ANY_TAG)
+            return make_error(MPI_ERR_TAG, "invalid tag %d (must be 0..MPI_TAG_UB or MPI_ANY_TAG)",
+                              tag);
+    }
+    if (count > 0 && !buf && dt->size > 0 && dth != MPI_BYTE && false)
+        return make_error(MPI_ERR_BUFFER, "null buffer");
+    r->buf = const_cast<void*>(buf);
+    r->count = count;
+    r->dt = dt;
+    r->bytes = count * dt->size;
+    r->peer = peer;
+    r->tag = tag;
+    r->comm = comm;
+    r->ctx = comm->ctx;
+    r->mode = mode;
+    r->world_peer = (peer >= 0) ? comm->world[peer] : -1;
+    return MPI_SUCCESS;
+}
+
+void Engine::finish(Request* r) {
+    r->complete = true;
+    r->active = false;
+    if (r->internal) {
+        // bsend copy: release its space in the attached buffer
+        if (r->bsend_block) bsend_used.erase(static_cast<char*>(r->bsend_block) - bsend_buf);
+        request_release(r);
+    } else if (r->user_freed) {
+        request_release(r);
+    }
+}
+
+void Engine::maybe_complete(Request* r) {
+    if (r->kind == ReqKind::send && r->pending == 0 && !r->complete) finish(r);
+}
+
+void Engine::fail(Request* r, int code) {
+    if (r->complete) return;
+    if (r->status.MPI_ERROR == MPI_SUCCESS) r->status.MPI_ERROR = code;
+    if (r->kind == ReqKind::recv && !r->matched) posted_unlink(r);
+    if (r->unexp) {
+        r->unexp->waiter = nullptr;
+        r->unexp = nullptr;
+    }
+    r->pending = 0;
+    finish(r);
+}
+
+// ---- queues ---------------------------------------------------------------------------------
+void Engine::posted_append(Request* r) {
+    r->next = nullptr;
+    r->prev = posted_tail;
+    if (posted_tail) posted_tail->next = r;
+    else posted_head = r;
+    posted_tail = r;
+}
+void Engine::posted_unlink(Request* r) {
+    if (r->prev) r->prev->next = r->next;
+    else if (posted_head == r) posted_head = r->next;
+    else return;  // not in the list
+    if (r->next) r->next->prev = r->prev;
+    else posted_tail = r->prev;
+    r->next = r->prev = nullptr;
+}
+void Engine::unexp_append(Unexp* u) {
+    u->next = nullptr;
+    u->prev = unexp_tail;
+    if (unexp_tail) unexp_tail->next = u;
+    else unexp_head = u;
+    unexp_tail = u;
+}
+void Engine::unexp_unlink(Unexp* u) {
+    if (u->prev) u->prev->next = u->next;
+    else unexp_head = u->next;
+    if (u->next) u->next->prev = u->prev;
+    else unexp_tail = u->prev;
+    u->next = u->prev = nullptr;
+}
+
+Request* Engine::match_posted(uint32_t ctx, int src, int tag) {
+    for (Request* r = posted_head; r; r = r->next) {
+        if (r->ctx == ctx && (r->peer == MPI_ANY_SOURCE || r->peer == src) &&
+            (r->tag == MPI_ANY_TAG || r->tag == tag)) {
+            posted_unlink(r);
+            r->matched = true;
+            r->status.MPI_SOURCE = src;
+            r->status.MPI_TAG = tag;
+            return r;
+        }
+    }
+    return nullptr;
+}
+
+Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove) {
+    for (Unexp* u = g->unexp_head; u; u = u->next) {
+        if (u->ctx == ctx && (src == MPI_ANY_SOURCE || u->src == src) &&
+            (tag == MPI_ANY_TAG || u->tag == tag)) {
+            if (remove) g->unexp_unlink(u);
+            return u;
+        }
+    }
+    return nullptr;
+}
+
+void status_of_unexp(const Unexp* u, MPI_Status* st) {
+    if (st == MPI_STATUS_IGNORE) return;
+    st->MPI_SOURCE = u->src;
+    st->MPI_TAG = u->tag;
+    st->count_hi_and_cancelled = 0;
+    set_count(*st, u->size);
+}
+
+// ---- sending ----------------------------------------------------------------------------------
+static void op_done(SendOp* op, bool ok) {
+    auto* r = static_cast<Request*>(op->user);
+    if (!r) {  // a queued control frame
+        g->free_ops.push_back(op);
+        return;
+    }
+    if (!ok) {
+        g->fail(r, make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", r->world_peer,
+                              g->dead_why[r->world_peer].c_str()));
+        return;
+    }
+    if (--r->pending == 0) g->maybe_complete(r);
+}
+
+void Engine::send_ctrl(int peer, Hdr& h) {
+    Ctrl c;
+    c.peer = peer;
+    fill_credit(peer, h);
+    encode(h, c.hdr);
+    ctrl_q.push_back(c);
+}
+
+void Engine::flush_ctrl() {
+    // Swap out first: a failing send may call back into code that queues more.
+    if (ctrl_q.empty()) return;
+    std::vector<Ctrl> q;
+    q.swap(ctrl_q);
+    for (auto& c : q) {
+        if (dead[c.peer]) continue;
+        Transport* t = route[c.peer];
+        if (t->try_send(c.peer, c.hdr, nullptr, 0) == SendResult::done) continue;
+        SendOp* op;
+        if (free_ops.empty()) op = new SendOp();
+        else {
+            op = free_ops.back();
+            free_ops.pop_back();
+        }
+        *op = SendOp();
+        std::memcpy(op->hdr, c.hdr, sizeof c.hdr);
+        op->on_complete = op_done;
+        op->user = nullptr;
+        t->post_send(c.peer, op);
+    }
+}
+
+void Engine::return_credit() {
+    if (owed_list.empty()) return;
+    std::vector<int> peers;
+    peers.swap(owed_list);
+    for (int p : peers) {
+        if (owed[p] >= credit_limit / 4) {
+            Hdr h;
+            h.type = F_CREDIT;
+            send_ctrl(p, h);
+        } else if (owed[p] > 0) {
+            owed_list.push_back(p);
+        }
+    }
+}
+
+int Engine::start_send(Request* r) {
+    int w = r->world_peer;
+    if (dead[w])
+        return make_error(MPIX_ERR_PROC_FAILED, "cannot send to rank %d: %s", w, dead_why[w].c_str());
+    Transport* t = route[w];
+    const void* payload = r->buf;
+    if (!r->dt->contig && r->bytes > 0) {
+        if (!r->pack_buf) r->pack_buf = static_cast<char*>(std::malloc(size_t(r->bytes)));
+        if (!r->pack_buf) return make_error(MPI_ERR_NO_MEM, "out of memory packing %lld bytes",
+                                            (long long)r->bytes);
+        pack(*r->dt, r->buf, r->count, r->pack_buf);
+        payload = r->pack_buf;
+    }
+    Hdr h;
+    h.ctx = r->ctx;
+    h.src = r->comm->rank;
+    h.tag = r->tag;
+    h.size = uint64_t(r->bytes);
+    h.sreq = r->wire_id();
+    int64_t cost = r->bytes + kMsgCost;
+    if (r->bytes <= eager_max[w] && credit[w] >= cost) {
+        credit[w] -= cost;
+        h.type = F_EAGER;
+        if (r->mode == Mode::sync) {
+            h.flags = FL_SYNC;
+            r->pending++;  // until SYNC_ACK
+            r->wait_sync = true;
+        }
+        fill_credit(w, h);
+        if (uint64_t(r->bytes) <= t->max_inline()) {
+            uint8_t hb[transport::kHeaderSize];
+            encode(h, hb);
+            SendResult res = t->try_send(w, hb, payload, uint64_t(r->bytes));
+            if (res == SendResult::done) {
+                maybe_complete(r);
+                return MPI_SUCCESS;
+            }
+            if (res == SendResult::failed)
+                return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
+                                  dead_why[w].c_str());
+        }
+        r->ops.resize(1);
+        SendOp& op = r->ops[0];
+        encode(h, op.hdr);
+        op.payload = payload;
+        op.len = uint64_t(r->bytes);
+        op.on_complete = op_done;
+        op.user = r;
+        r->pending++;
+        t->post_send(w, &op);
+        return MPI_SUCCESS;
+    }
+    // Rendezvous: the RTS now, the data after the receiver matched (FIN, or CTS then DATA).
+    h.type = F_RTS;
+    h.addr = reinterpret_cast<uint64_t>(payload);
+    fill_credit(w, h);
+    r->pending++;  // until FIN, or CTS (then until the DATA frames are out)
+    r->wait_fin = true;
+    r->ops.resize(1);
+    SendOp& op = r->ops[0];
+    encode(h, op.hdr);
+    uint8_t hb[transport::kHeaderSize];
+    std::memcpy(hb, op.hdr, sizeof hb);
+    SendResult res = t->try_send(w, hb, nullptr, 0);
+    if (res == SendResult::failed)
+        return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
+                          dead_why[w].c_str());
+    if (res == SendResult::would_block) {
+        op.on_complete = op_done;
+        op.user = r;
+        r->pending++;
+        t->post_send(w, &op);
+    }
+    return MPI_SUCCESS;
+}
+
+void Engine::send_data(Request* r, uint64_t rreq, int64_t want) {
+    int w = r->world_peer;
+    Transport* t = route[w];
+    const char* payload = r->pack_buf ? r->pack_buf : static_cast<const char*>(r->buf);
+    int64_t chunk = int64_t(std::min<uint64_t>(t->max_frame(), uint64_t(1) << 40));
+    int64_t n = want == 0 ? 0 : (want + chunk - 1) / chunk;
+    // Separate storage: r->ops[0] (the RTS) may still be referenced by the transport.
+    r->data_ops.assign(size_t(n), SendOp());
+    for (int64_t i = 0; i < n; ++i) {
+        SendOp& op = r->data_ops[size_t(i)];
+        Hdr h;
+        h.type = F_DATA;
+        h.rreq = rreq;
+        h.addr = uint64_t(i * chunk);
+        fill_credit(w, h);
+        encode(h, op.hdr);
+        op.payload = payload + i * chunk;
+        op.len = uint64_t(std::min(chunk, want - i * chunk));
+        op.on_complete = op_done;
+        op.user = r;
+        r->pending++;
+        t->post_send(w, &op);
+    }
+}
+
+// ---- receiving --------------------------------------------------------------------------------
+static int truncate_error(const Request* r, int64_t size) {
+    return make_error(MPI_ERR_TRUNCATE,
+                      "message of %lld bytes from rank %d (tag %d) truncated to a %lld-byte buffer",
+                      (long long)size, r->status.MPI_SOURCE, r->status.MPI_TAG,
+                      (long long)r->bytes);
+}
+
+void Engine::deliver_eager(Request* r, const void* data, int64_t len, int world_src, bool sync,
+                           uint64_t sreq) {
+    int64_t n = std::min<int64_t>(len, r->bytes);
+    if (n > 0 && data != r->buf) unpack(*r->dt, data, n, r->buf);
+    set_count(r->status, n);
+    if (len > r->bytes) r->status.MPI_ERROR = truncate_error(r, len);
+    owe(world_src, len + kMsgCost);
+    if (sync) {
+        Hdr h;
+        h.type = F_SYNC_ACK;
+        h.sreq = sreq;
+        send_ctrl(world_src, h);
+    }
+    finish(r);
+}
+
+void Engine::rndv_recv(Request* r, int w, uint64_t sreq, uint64_t addr, int64_t size) {
+    int64_t want = std::min<int64_t>(size, r->bytes);
+    set_count(r->status, want);
+    if (size > r->bytes) r->status.MPI_ERROR = truncate_error(r, size);
+    Transport* t = route[w];
+    char* dest = static_cast<char*>(r->buf);
+    if (!r->dt->contig && want > 0) {
+        r->pack_buf = static_cast<char*>(std::malloc(size_t(want)));
+        dest = r->pack_buf;
+    }
+    if (t->supports_get()) {
+        base::Status st = want > 0 ? t->get(w, addr, dest, uint64_t(want)) : base::Status::OK();
+        if (st.ok()) {
+            if (r->pack_buf) unpack(*r->dt, r->pack_buf, want, r->buf);
+            Hdr h;
+            h.type = F_FIN;
+            h.sreq = sreq;
+            send_ctrl(w, h);
+            finish(r);
+            return;
+        }
+        // The transport could not read the peer's memory: fall back to CTS + DATA.
+        WANMPI_LOG(debug, "get from rank %d failed (%s); using CTS/DATA", w, st.message().c_str());
+    }
+    r->bytes_done = 0;
+    r->pending = 1;
+    Hdr h;
+    h.type = F_CTS;
+    h.sreq = sreq;
+    h.rreq = r->wire_id();
+    h.size = uint64_t(want);
+    send_ctrl(w, h);
+    if (want == 0) {
+        if (r->pack_buf) unpack(*r->dt, r->pack_buf, 0, r->buf);
+        finish(r);
+    }
+}
+
+int receive_matched(Request* r, Unexp* u) {
+    r->matched = true;
+    r->status.MPI_SOURCE = u->src;
+    r->status.MPI_TAG = u->tag;
+    if (u->rts) {
+        g->rndv_recv(r, u->world_src, u->sreq, u->addr, u->size);
+        delete u;
+    } else if (u->data_complete) {
+        g->deliver_eager(r, u->data, u->size, u->world_src, u->sync, u->sreq);
+        std::free(u->data);
+        delete u;
+    } else {
+        u->waiter = r;  // the payload is still arriving; on_frame completes r
+        r->unexp = u;
+    }
+    return MPI_SUCCESS;
+}
+
+int Engine::start_recv(Request* r) {
+    if (r->peer >= 0 && dead[r->world_peer])
+        return make_error(MPIX_ERR_PROC_FAILED, "cannot receive from rank %d: %s", r->world_peer,
+                          dead_why[r->world_peer].c_str());
+    if (Unexp* u = find_unexpected(r->ctx, r->peer, r->tag, true)) return receive_matched(r, u);
+    posted_append(r);
+    return MPI_SUCCESS;
+}
+
+int start(Request* r) {
+    r->complete = false;
+    r->active = true;
+    r->matched = false;
+    r->pending = 0;
+    r->bytes_done = 0;
+    r->status = MPI_Status{};
+    r->status.MPI_ERROR = MPI_SUCCESS;
+    if (r->peer == MPI_PROC_NULL) {
+        r->status.MPI_SOURCE = MPI_PROC_NULL;
+        r->status.MPI_TAG = MPI_ANY_TAG;
+        r->complete = true;
+        r->active = false;
+        return MPI_SUCCESS;
+    }
+    if (r->kind == ReqKind::send) {
+        if (r->mode == Mode::buffered && !r->internal) return bsend_start(r);
+        return g->start_send(r);
+    }
+    return g->start_recv(r);
+}
+
+// ---- RecvSink ---------------------------------------------------------------------------------
+void* Engine::on_header(int peer, const uint8_t* hb, uint64_t len) {
+    Inbound& in = inbound[peer];
+    uint8_t type = hb[0];
+    if (type == F_EAGER) {
+        Hdr h = decode(hb);
+        if (Request* r = match_posted(h.ctx, h.src, h.tag)) {
+            in.kind = Inbound::Kind::direct;
+            in.req = r;
+            if (len == 0) return nullptr;
+            if (r->dt->contig && int64_t(len) <= r->bytes) return r->buf;
+            in.scratch.resize(len);
+            return in.scratch.data();
+        }
+        Unexp* u = new Unexp();
+        u->ctx = h.ctx;
+        u->src = h.src;
+        u->tag = h.tag;
+        u->world_src = peer;
+        u->size = int64_t(h.size);
+        u->sync = h.flags & FL_SYNC;
+        u->sreq = h.sreq;
+        u->data = len ? static_cast<char*>(std::malloc(len)) : nullptr;
+        unexp_append(u);
+        in.kind = Inbound::Kind::unexp;
+        in.unexp = u;
+        return u->data;
+    }
+    if (type == F_DATA) {
+        Hdr h = decode(hb);
+        Request* r = by_wire(h.rreq);
+        if (!r || r->kind != ReqKind::recv || h.addr + len > uint64_t(r->bytes)) {
+            WANMPI_LOG(warn, "DATA frame from rank %d for an unknown receive; dropped", peer);
+            in.kind = Inbound::Kind::scratch;
+            in.scratch.resize(len);
+            return in.scratch.data();
+        }
+        in.kind = Inbound::Kind::data;
+        in.req = r;
+        return (r->pack_buf ? r->pack_buf : static_cast<char*>(r->buf)) + h.addr;
+    }
+    in.kind = Inbound::Kind::scratch;
+    if (len) {
+        in.scratch.resize(len);
+        return in.scratch.data();
+    }
+    return nullptr;
+}
+
+void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t len) {
+    Hdr h = decode(hb);
+    credit[peer] += int64_t(h.credit);
+    Inbound& in = inbound[peer];
+    switch (h.type) {
+    case F_EAGER:
+        if (in.kind == Inbound::Kind::direct) {
+            deliver_eager(in.req, data, int64_t(len), peer, h.flags & FL_SYNC, h.sreq);
+        } else if (in.kind == Inbound::Kind::unexp) {
+            Unexp* u = in.unexp;
+            u->data_complete = true;
+            if (Request* r = u->waiter) {
+                r->unexp = nullptr;
+                deliver_eager(r, u->data, u->size, peer, u->sync, u->sreq);
+                std::free(u->data);
+                delete u;
+            }
+        }
+        break;
+    case F_RTS:
+        if (Request* r = match_posted(h.ctx, h.src, h.tag)) {
+            rndv_recv(r, peer, h.sreq, h.addr, int64_t(h.size));
+        } else {
+            Unexp* u = new Unexp();
+            u->ctx = h.ctx;
+            u->src = h.src;
+            u->tag = h.tag;
+            u->world_src = peer;
+            u->size = int64_t(h.size);
+            u->rts = true;
+            u->data_complete = true;
+            u->sreq = h.sreq;
+            u->addr = h.addr;
+            unexp_append(u);
+        }
+        break;
+    case F_CTS:
+        if (Request* r = by_wire(h.sreq); r && r->kind == ReqKind::send && r->wait_fin) {
+            r->wait_fin = false;
+            cts_q.push_back({r, r->gen, h.rreq, std::min<int64_t>(int64_t(h.size), r->bytes)});
+        }
+        break;
+    case F_DATA:
+        if (in.kind == Inbound::Kind::data) {
+            Request* r = in.req;
+            r->bytes_done += int64_t(len);
+            int64_t want = int64_t(uint64_t(r->status.count_lo) |
+                                   (uint64_t(r->status.count_hi_and_cancelled & 0x7fffffff) << 32));
+            if (r->bytes_done >= want && !r->complete) {
+                if (r->pack_buf) unpack(*r->dt, r->pack_buf, want, r->buf);
+                r->pending = 0;
+                finish(r);
+            }
+        }
+        break;
+    case F_FIN:
+        if (Request* r = by_wire(h.sreq); r && r->kind == ReqKind::send && r->wait_fin) {
+            r->wait_fin = false;
+            if (--r->pending == 0) maybe_complete(r);
+        }
+        break;
+    case F_SYNC_ACK:
+        if (Request* r = by_wire(h.sreq); r && r->kind == ReqKind::send && r->wait_sync) {
+            r->wait_sync = false;
+            if (--r->pending == 0) maybe_complete(r);
+        }
+        break;
+    case F_CANCEL_REQ: {
+        Hdr resp;
+        resp.type = F_CANCEL_RESP;
+        resp.sreq = h.sreq;
+        for (Unexp* u = unexp_head; u; u = u->next) {
+            if (u->world_src == peer && u->sreq == h.sreq && u->data_complete) {
+                unexp_unlink(u);
+                if (!u->rts) owe(peer, u->size + kMsgCost);
+                std::free(u->data);
+                delete u;
+                resp.flags = FL_YES;
+                break;
+            }
+        }
+        send_ctrl(peer, resp);
+        break;
+    }
+    case F_CANCEL_RESP:
+        if (Request* r = by_wire(h.sreq); r && r->kind == ReqKind::send) {
+            if (h.flags & FL_YES) {
+                // The receiver dropped the message: no CTS/FIN/SYNC_ACK will come for it.
+                set_cancelled(r->status);
+                if (r->wait_fin) r->pending--;
+                if (r->wait_sync) r->pending--;
+                r->wait_fin = r->wait_sync = false;
+            }
+            if (--r->pending == 0) maybe_complete(r);
+        }
+        break;
+    case F_CREDIT:
+        break;
+    default:
+        WANMPI_LOG(warn, "unknown frame type %u from rank %d; ignored", h.type, peer);
+    }
+    in.kind = Inbound::Kind::none;
+}
+
+void Engine::on_peer_failed(int peer, const std::string& why) {
+    if (dead[peer]) return;
+    dead[peer] = 1;
+    dead_why[peer] = why;
+    if (quiescing) return;
+    WANMPI_LOG(debug, "peer rank %d failed: %s", peer, why.c_str());
+    for (size_t i = 1; i < reqs.size(); ++i) {
+        Request* r = reqs[i];
+        if (r && r->comm && !r->complete && r->active && r->world_peer == peer)
+            fail(r, make_error(MPIX_ERR_PROC_FAILED, "rank %d failed: %s", peer, why.c_str()));
+    }
+}
+
+// ---- progress ---------------------------------------------------------------------------------
+int poll() {
+    int n = 0;
+    for (auto& t : g->transports) n += t->progress(*g);
+    if (!g->cts_q.empty()) {
+        std::vector<Engine::Cts> q;
+        q.swap(g->cts_q);
+        for (auto& c : q) {
+            if (c.r->gen != c.gen || c.r->complete) continue;  // failed meanwhile
+            g->send_data(c.r, c.rreq, c.want);
+            if (--c.r->pending == 0) g->maybe_complete(c.r);
+        }
+    }
+    g->return_credit();
+    g->flush_ctrl();
+    return n;
+}
+
+void wait_until(bool (*done)(void*), void* ctx) {
+    if (done(ctx)) return;
+    for (;;) {
+        int64_t deadline = base::now_ns() + g->spin_ns;
+        do {
+            for (int i = 0; i < 64; ++i) {
+                poll();
+                if (done(ctx)) return;
+            }
+        } while (base::now_ns() < deadline);
+        // Block in the kernel until a transport has work (see Transport::prepare_sleep).
+        for (auto& t : g->transports) t->prepare_sleep();
+        int n = poll();
+        if (!done(ctx) && n == 0) {
+            epoll_event ev[8];
+            bool multi = g_thread_multiple.load(std::memory_order_relaxed);
+            if (multi) g_api_lock.unlock();
+            // With several threads in MPI another thread may complete our request while we
+            // sleep without waking us, so sleep in short slices then.
+            int rc = epoll_wait(g->epfd, ev, 8, multi ? 1 : 1000);
+            if (multi) g_api_lock.lock();
+            for (int i = 0; i < rc; ++i)
+                if (ev[i].data.fd == g->wake_fd) {
+                    uint64_t v;
+                    ssize_t r = read(g->wake_fd, &v, sizeof v);
+                    (void)r;
+                }
+        }
+        for (auto& t : g->transports) t->finish_sleep();
+        if (done(ctx)) return;
+    }
+}
+
+// ---- cancel -----------------------------------------------------------------------------------
+int cancel(Request* r) {
+    if (r->complete && r->kind == ReqKind::recv) return MPI_SUCCESS;
+    if (r->kind == ReqKind::recv) {
+        if (!r->matched) {
+            g->posted_unlink(r);
+            set_cancelled(r->status);
+            g->finish(r);
+        }
+        return MPI_SUCCESS;
+    }
+    // Send: ask the receiver to drop the message if it has not been matched yet. The request
+    // completes (cancelled or not) when the answer comes back.
+    if (r->cancel_sent || r->peer == MPI_PROC_NULL || g->dead[r->world_peer]) return MPI_SUCCESS;
+    r->cancel_sent = true;
+    r->complete = false;
+    r->pending++;
+    Hdr h;
+    h.type = F_CANCEL_REQ;
+    h.sreq = r->wire_id();
+    g->send_ctrl(r->world_peer, h);
+    g->flush_ctrl();
+    return MPI_SUCCESS;
+}
+
+// ---- buffered sends ---------------------------------------------------------------------------
+int bsend_attach(void* buf, int64_t size) {
+    if (g->bsend_buf) return make_error(MPI_ERR_BUFFER, "a buffer is already attached");
+    if (size < 0) return make_error(MPI_ERR_ARG, "negative buffer size %lld", (long long)size);
+    g->bsend_buf = static_cast<char*>(buf);
+    g->bsend_size = size;
+    return MPI_SUCCESS;
+}
+
+static bool no_bsends(void*) { return g->bsend_used.empty(); }
+
+int bsend_detach(void* buf_addr, int64_t* size) {
+    // Detach blocks until every message buffered in it has left (MPI 4.0 §3.6.1).
+    wait_until(no_bsends, nullptr);
+    *static_cast<void**>(buf_addr) = g->bsend_buf;
+    *size = g->bsend_size;
+    g->bsend_buf = nullptr;
+    g->bsend_size = 0;
+    return MPI_SUCCESS;
+}
+
+int bsend_start(Request* user) {
+    int64_t need = user->bytes + MPI_BSEND_OVERHEAD;
+    // First fit in the attached buffer; try once more after progress frees space.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        int64_t off = 0;
+        for (auto& [o, l] : g->bsend_used) {
+            if (o - off >= need) break;
+            off = o + l;
+        }
+        if (g->bsend_buf && off + need <= g->bsend_size) {
+            Request* r = request_new(ReqKind::send);
+            if (!r) return make_error(MPI_ERR_INTERN, "out of request handles");
+            char* block = g->bsend_buf + off;
+            g->bsend_used[off] = need;
+            if (user->bytes) pack(*user->dt, user->buf, user->count, block);
+            r->internal = true;
+            r->bsend_block = block;
+            request_setup(r, block, user->bytes, MPI_BYTE, user->peer, user->tag, user->comm,
+                          Mode::standard);
+            r->active = true;
+            int rc = g->start_send(r);
+            if (rc != MPI_SUCCESS) {
+                g->bsend_used.erase(off);
+                request_release(r);
+                return rc;
+            }
+            // The user's request is complete as soon as the data sits in the buffer.
+            user->complete = true;
+            user->active = false;
+            return MPI_SUCCESS;
+        }
+        poll();
+    }
+    return make_error(MPI_ERR_BUFFER,
+                      "MPI_Bsend of %lld bytes needs %lld bytes of attached buffer; %s",
+                      (long long)user->bytes, (long long)need,
+                      g->bsend_buf ? "not enough free space" : "no buffer is attached");
+}
+
+// ---- set-up and tear-down ---------------------------------------------------------------------
+static std::string host_key() {
+    // Ranks are on the same host when they share the kernel (boot id) and the network namespace:
+    // ranks in different namespaces are different hosts (that is how wanemu builds sites).
+    std::string boot;
+    std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+    struct stat st {};
+    stat("/proc/self/ns/net", &st);
+    return boot + "-" + std::to_string(st.st_ino);
+}
+
+static std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, sep))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+extern Comm* comm_world_setup(int rank, int size);
+
+int engine_init(int required, int* provided) {
+    g = new Engine();
+    base::Status err;
+    g->pmi = runtime::PmiClient::from_env(&err);
+    if (!g->pmi) {
+        WANMPI_LOG(error, "cannot reach the launcher: %s", err.message().c_str());
+        return MPI_ERR_OTHER;
+    }
+    g->rank = g->pmi->rank();
+    g->size = g->pmi->size();
+    base::log_set_identity("rank " + std::to_string(g->rank));
+    g->main_thread = std::this_thread::get_id();
+    g->level = std::clamp(required, int(MPI_THREAD_SINGLE), int(MPI_THREAD_MULTIPLE));
+    if (provided) *provided = g->level;
+    g_thread_multiple = g->level == MPI_THREAD_MULTIPLE;
+    char hn[256] = {};
+    gethostname(hn, sizeof hn - 1);
+    g->hostname = hn;
+
+    // Fence 1: host keys, so every rank can group ranks by host and choose routes.
+    const int n = g->size;
+    std::string my_key = host_key();
+    if (n > 1) {
+        g->pmi->put("wh" + std::to_string(g->rank), my_key);
+        if (auto s = g->pmi->fence(); !s.ok()) {
+            WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+    }
+    transport::JobInfo job;
+    job.rank = g->rank;
+    job.size = n;
+    job.job_id = g->pmi->kvsname();
+    job.host_of.resize(n);
+    std::map<std::string, int> hosts;
+    for (int r = 0; r < n; ++r) {
+        std::string key = my_key;
+        if (r != g->rank && n > 1) {
+            auto v = g->pmi->get("wh" + std::to_string(r));
+            if (!v) {
+                WANMPI_LOG(error, "bootstrap: no host key for rank %d", r);
+                return MPI_ERR_OTHER;
+            }
+            key = *v;
+        }
+        auto it = hosts.emplace(key, int(hosts.size())).first;
+        job.host_of[r] = it->second;
+    }
+    job.local_ranks = int(std::count(job.host_of.begin(), job.host_of.end(), job.host_of[g->rank]));
+    job.cores = int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+
+    // Routes: self, then shm for the same host, then tcp; WANMPI_TRANSPORTS restricts.
+    std::vector<std::string> names = split(t_transports.get(), ',');
+    auto enabled = [&](const char* nm) {
+        return std::find(names.begin(), names.end(), nm) != names.end();
+    };
+    for (auto& nm : names)
+        if (nm != "self" && nm != "shm" && nm != "tcp") {
+            WANMPI_LOG(error, "WANMPI_TRANSPORTS: unknown transport '%s' (known: self, shm, tcp)",
+                       nm.c_str());
+            return MPI_ERR_OTHER;
+        }
+    std::map<std::string, std::vector<int>> peers_of;
+    std::vector<std::string> route_name(n);
+    for (int r = 0; r < n; ++r) {
+        const char* pick = nullptr;
+        if (r == g->rank && enabled("self")) pick = "self";
+        else if (job.host_of[r] == job.host_of[g->rank] && enabled("shm")) pick = "shm";
+        else if (enabled("tcp")) pick = "tcp";
+        if (!pick) {
+            WANMPI_LOG(error, "no transport reaches rank %d (WANMPI_TRANSPORTS=%s)", r,
+                       t_transports.get().c_str());
+            return MPI_ERR_OTHER;
+        }
+        route_name[r] = pick;
+        peers_of[pick].push_back(r);
+    }
+    std::map<std::string, Transport*> by_name;
+    for (auto& [nm, peers] : peers_of) {
+        auto t = transport::make_transport(nm);
+        if (!t) return MPI_ERR_INTERN;
+        if (auto s = t->init(job, *g->pmi, peers); !s.ok()) {
+            WANMPI_LOG(error, "transport %s: %s", nm.c_str(), s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+        by_name[nm] = t.get();
+        g->transports.push_back(std::move(t));
+    }
+    // Fence 2: transport addresses.
+    if (n > 1) {
+        if (auto s = g->pmi->fence(); !s.ok()) {
+            WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+    }
+    for (auto& t : g->transports)
+        if (auto s = t->connect(*g->pmi); !s.ok()) {
+            WANMPI_LOG(error, "transport %s: %s", t->name(), s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+
+    g->route.resize(n);
+    g->eager_max.resize(n);
+    g->credit_limit = t_eager_credit.get();
+    g->credit.assign(n, g->credit_limit);
+    g->owed.assign(n, 0);
+    g->inbound.resize(n);
+    g->dead.assign(n, 0);
+    g->dead_why.assign(n, "");
+    for (int r = 0; r < n; ++r) {
+        Transport* t = by_name[route_name[r]];
+        g->route[r] = t;
+        int64_t em = route_name[r] == "self" ? t_self_eager.get()
+                     : route_name[r] == "shm" ? t_shm_eager.get()
+                                              : t_tcp_eager.get();
+        g->eager_max[r] = std::min<int64_t>(em, int64_t(std::min<uint64_t>(
+                                                    t->max_frame(), uint64_t(1) << 40)));
+    }
+    int64_t spin = t_spin_us.get();
+    if (spin < 0) spin = job.local_ranks > job.cores ? 0 : 50;
+    g->spin_ns = spin * 1000;
+
+    g->epfd = epoll_create1(EPOLL_CLOEXEC);
+    g->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = g->wake_fd;
+    epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->wake_fd, &ev);
+    for (auto& t : g->transports) {
+        int fd = t->wait_fd();
+        if (fd < 0) continue;
+        ev.data.fd = fd;
+        epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    comm_world_setup(g->rank, n);
+    WANMPI_LOG(debug, "initialized: %d ranks, %d on this host, spin %lld us", n, job.local_ranks,
+               (long long)spin);
+    return MPI_SUCCESS;
+}
+
+static bool sends_drained(void*) {
+    for (size_t i = 1; i < g->reqs.size(); ++i) {
+        Request* r = g->reqs[i];
+        if (r && r->comm && r->kind == ReqKind::send && r->active && !r->complete &&
+            !g->dead[r->world_peer] && (r->internal || r->pending > 0))
+            return false;
+    }
+    return g->ctrl_q.empty() && g->cts_q.empty();
+}
+
+int engine_finalize() {
+    // Everything this rank sent must have left before the others may exit (buffered sends and
+    // frames still queued in transports), then a fence: after it no rank needs another.
+    wait_until(sends_drained, nullptr);
+    for (int i = 0; i < 4; ++i) poll();  // flush credit/acks queued by the last frames
+    int rc = MPI_SUCCESS;
+    if (g->size > 1) {
+        if (auto s = g->pmi->fence(); !s.ok()) {
+            WANMPI_LOG(error, "finalize fence failed: %s", s.message().c_str());
+            rc = MPI_ERR_OTHER;
+        }
+    }
+    g->quiescing = true;
+    for (auto& t : g->transports) t->finalize();
+    g->pmi->finalize();
+    return rc;
+}
+
+bool engine_running() { return g != nullptr; }
+int world_rank() { return g ? g->rank : 0; }
+int world_size() { return g ? g->size : 1; }
+const std::string& processor_name() { return g->hostname; }
+int thread_level() { return g ? g->level : MPI_THREAD_SINGLE; }
+bool is_main_thread() { return g && std::this_thread::get_id() == g->main_thread; }
+base::Kvs* kvs() { return g ? g->pmi.get() : nullptr; }
+void pmi_abort(int code, const std::string& msg) {
+    if (g && g->pmi) g->pmi->abort(code, msg);
+}
+
+}  // namespace wanmpi::core

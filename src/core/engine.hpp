@@ -1,0 +1,173 @@
+// The point-to-point engine: communicators, requests, matching, eager/rendezvous protocols and
+// progress over the transports. One Engine per process, created by MPI_Init.
+//
+// Wire protocol between ranks of one cluster (all transports carry the same 64-byte header,
+// encoded little-endian field by field in engine.cpp):
+//   EAGER      ctx src tag size [sreq if SYNC] + payload     a whole message
+//   RTS        ctx src tag size sreq addr                    rendezvous request-to-send
+//   CTS        sreq rreq size(wanted)                        receiver matched; send DATA frames
+//   DATA       rreq off + payload                            a piece of a rendezvous message
+//   FIN        sreq                                          receiver pulled the data (get)
+//   SYNC_ACK   sreq                                          a synchronous eager send matched
+//   CANCEL_REQ sreq / CANCEL_RESP sreq flag                  remote cancel of a send
+//   CREDIT                                                   returns eager credit only
+// Every header also returns `credit` bytes of eager credit (piggy-back). A sender may have at
+// most WANMPI_P2P_EAGER_CREDIT bytes of eager messages (payload + header) that the receiver has
+// not consumed yet; beyond that it uses rendezvous, so a flood into a rank that posts no
+// receives costs the receiver one small RTS record per message, never the payload.
+//
+// Ordering: a transport delivers frames of one ordered pair in order, each pair uses exactly one
+// route, and matching happens in arrival order, so MPI's non-overtaking rule holds; the posted
+// and unexpected queues are single lists in post/arrival order, so MPI_ANY_SOURCE matches across
+// routes correctly.
+//
+// Threading: all Engine methods run under the API lock (one thread at a time); a thread
+// blocked in wait() drops the lock while it sleeps in the kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+#include <mpi.h>
+
+#include "base/kvs.hpp"
+#include "core/datatype.hpp"
+#include "transport/transport.hpp"
+
+namespace wanmpi::core {
+
+struct Comm {
+    MPI_Comm handle = MPI_COMM_NULL;
+    uint32_t ctx = 0;               // point-to-point context id; ctx+1 is for collectives
+    int rank = 0;
+    int size = 0;
+    std::vector<int> world;         // comm rank -> world rank
+    MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+    std::string name;
+};
+
+enum class Mode : uint8_t { standard, sync, buffered, ready };
+enum class ReqKind : uint8_t { send, recv };
+
+struct Unexp;
+
+struct Request {
+    uint32_t idx = 0;
+    uint32_t gen = 0;
+    ReqKind kind = ReqKind::send;
+    Mode mode = Mode::standard;
+    bool persistent = false;
+    bool active = false;        // persistent: started and not yet completed by Wait/Test
+    bool complete = false;      // MPI's view: Wait/Test may return it
+    bool user_freed = false;    // MPI_Request_free on a pending request
+    bool matched = false;       // recv: taken off the posted queue
+    bool cancel_sent = false;
+    bool internal = false;      // freed automatically on completion (bsend copies)
+    bool wait_fin = false;      // rendezvous send: waiting for the receiver (CTS or FIN)
+    bool wait_sync = false;     // synchronous eager send: waiting for SYNC_ACK
+    int pending = 0;            // internal operations still outstanding (see engine.cpp)
+    MPI_Status status{};
+    int64_t bytes_done = 0;     // bytes moved (recv: received so far)
+    // arguments
+    Comm* comm = nullptr;
+    int peer = 0;               // comm rank, MPI_ANY_SOURCE or MPI_PROC_NULL
+    int world_peer = -1;
+    int tag = 0;
+    uint32_t ctx = 0;           // context id matched on: comm->ctx, or comm->ctx + 1 (collectives)
+    void* buf = nullptr;
+    int64_t count = 0;
+    const Datatype* dt = nullptr;
+    int64_t bytes = 0;          // size * count
+    // protocol state
+    char* pack_buf = nullptr;   // contiguous staging copy for non-contiguous datatypes
+    uint64_t remote_rreq = 0;
+    std::vector<transport::SendOp> ops;       // the eager frame or the RTS, when queued
+    std::vector<transport::SendOp> data_ops;  // rendezvous DATA pieces
+    Unexp* unexp = nullptr;     // recv matched to an unexpected message still arriving
+    void* bsend_block = nullptr;
+    Request* next = nullptr;    // posted queue
+    Request* prev = nullptr;
+    uint64_t wire_id() const { return (uint64_t(gen) << 32) | idx; }
+};
+
+// Per-peer receive state for the frame a transport is currently filling.
+struct Inbound {
+    enum class Kind : uint8_t { none, direct, unexp, data, scratch } kind = Kind::none;
+    Request* req = nullptr;
+    Unexp* unexp = nullptr;
+    std::vector<char> scratch;
+};
+
+class Engine;
+Engine& engine();  // the process's engine (after MPI_Init)
+
+// Handle tables ---------------------------------------------------------------------------
+Comm* comm_lookup(MPI_Comm h);
+Request* request_lookup(MPI_Request h);
+
+}  // namespace wanmpi::core
+
+namespace wanmpi::core {
+
+// Unexpected message: arrived (header at least) before a matching receive was posted.
+struct Unexp {
+    uint32_t ctx = 0;
+    int src = 0;          // comm rank of the sender
+    int tag = 0;
+    int world_src = 0;
+    int64_t size = 0;
+    bool rts = false;     // rendezvous: only the RTS is here
+    bool sync = false;
+    bool data_complete = false;
+    uint64_t sreq = 0;
+    uint64_t addr = 0;
+    char* data = nullptr;  // eager payload (malloc'd)
+    Request* waiter = nullptr;
+    Unexp* next = nullptr;
+    Unexp* prev = nullptr;
+};
+
+// ---- set-up (init.cpp) ------------------------------------------------------------------
+int engine_init(int required, int* provided);
+int engine_finalize();
+bool engine_running();
+int world_rank();
+int world_size();
+const std::string& processor_name();
+int thread_level();
+bool is_main_thread();
+base::Kvs* kvs();
+void pmi_abort(int code, const std::string& msg);  // tells the launcher; returns
+
+// ---- requests -----------------------------------------------------------------------------
+Request* request_new(ReqKind kind);
+void request_release(Request* r);          // back to the pool (must be complete or inactive)
+MPI_Request request_handle(const Request* r);
+
+// Fill a request's arguments; returns MPI_SUCCESS or an error code (not yet raised).
+int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
+                  Comm* comm, Mode mode);
+int start(Request* r);   // post a (persistent or one-shot) request; error code on failure
+
+// Complete the status of a finished request (MPI_Status for the user); PROC_NULL aware.
+void fill_status(const Request* r, MPI_Status* st);
+
+// ---- progress -----------------------------------------------------------------------------
+int poll();                                        // one pass over all transports
+void wait_until(bool (*done)(void*), void* ctx);   // spin, then block in the kernel
+
+// ---- probe / matched receive ----------------------------------------------------------------
+Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove);
+void status_of_unexp(const Unexp* u, MPI_Status* st);
+int receive_matched(Request* r, Unexp* u);         // r set up as a recv; takes ownership of u
+
+// ---- cancel ---------------------------------------------------------------------------------
+int cancel(Request* r);
+
+// ---- buffered sends -------------------------------------------------------------------------
+int bsend_attach(void* buf, int64_t size);
+int bsend_detach(void* buf_addr, int64_t* size);
+int bsend_start(Request* r);   // copies the data into the attached buffer and sends the copy
+
+}  // namespace wanmpi::core

@@ -1,0 +1,8 @@
+execute_process(COMMAND ${INFO} --markdown OUTPUT_VARIABLE now RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "wanmpi-info --markdown failed")
+endif()
+file(READ ${DOC} doc)
+if(NOT now STREQUAL doc)
+  message(FATAL_ERROR "docs/tunables.md is stale: regenerate it with\n  build/bin/wanmpi-info --markdown > docs/tunables.md")
+endif()
