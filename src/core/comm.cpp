@@ -4,7 +4,9 @@
 // (issue 3, IMPI rule: max over members + 1).
 #include <vector>
 
+#include "bindings/impl.hpp"
 #include "core/engine.hpp"
+#include "core/errors.hpp"
 
 namespace wanmpi::core {
 
@@ -43,3 +45,21 @@ Comm* comm_world_setup(int rank, int size) {
 }
 
 }  // namespace wanmpi::core
+
+namespace wanmpi::impl {
+using namespace wanmpi::core;
+
+int Comm_rank(MPI_Comm comm, int* rank) {
+    Comm* c = comm_lookup(comm);
+    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
+    *rank = c->rank;
+    return MPI_SUCCESS;
+}
+int Comm_size(MPI_Comm comm, int* size) {
+    Comm* c = comm_lookup(comm);
+    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
+    *size = c->size;
+    return MPI_SUCCESS;
+}
+
+}  // namespace wanmpi::impl

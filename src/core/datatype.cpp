@@ -94,6 +94,9 @@ void unpack(const Datatype& dt, const void* src, int64_t bytes, void* dst) {
         }
 }
 
+void datatype_retain(const Datatype*) {}
+void datatype_release(const Datatype*) {}
+
 const Datatype* datatype_lookup(MPI_Datatype h) {
     if ((static_cast<uint32_t>(h) & 0xffff0000u) != 0x4c000000u) return nullptr;
     const Datatype* d = table().by_index[h & 0xff];

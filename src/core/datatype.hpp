@@ -31,6 +31,11 @@ struct Datatype {
 void pack(const Datatype& dt, const void* src, int64_t count, void* dst);
 void unpack(const Datatype& dt, const void* src, int64_t bytes, void* dst);
 
+// A pending operation keeps its datatype alive: MPI_Type_free of a type still in use by a
+// request takes effect when the request is released (no-ops for builtin types).
+void datatype_retain(const Datatype* dt);
+void datatype_release(const Datatype* dt);
+
 // nullptr when h is not a valid datatype handle (MPI_DATATYPE_NULL included).
 const Datatype* datatype_lookup(MPI_Datatype h);
 

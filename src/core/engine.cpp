@@ -133,6 +133,7 @@ public:
     std::string hostname;
     std::vector<std::unique_ptr<Transport>> transports;
     std::vector<Transport*> route;       // per world rank
+    std::vector<int> host_of;            // per world rank
     std::vector<int64_t> eager_max;      // per world rank
     std::vector<int64_t> credit;         // bytes I may still send eagerly to each peer
     std::vector<int64_t> owed;           // credit I owe each peer
@@ -226,6 +227,11 @@ Request* request_new(ReqKind kind) {
 }
 
 void request_release(Request* r) {
+    if (r->ext_free) r->ext_free(r->ext);
+    r->ext = nullptr;
+    r->ext_free = nullptr;
+    if (r->dt_held) datatype_release(r->dt);
+    r->dt_held = false;
     std::free(r->pack_buf);
     r->pack_buf = nullptr;
     r->ops.clear();
@@ -272,15 +278,16 @@ int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, 
     if (!dt) return make_error(MPI_ERR_TYPE, "invalid datatype handle 0x%x", unsigned(dth));
     if (count < 0) return make_error(MPI_ERR_COUNT, "negative count %lld", (long long)count);
     if (r->kind == ReqKind::send) {
-        if (peer != MPI_PROC_NULL && (peer < 0 || peer >= comm->size))
+        if (peer != MPI_PROC_NULL && (peer < 0 || peer >= comm->remote_size()))
             return make_error(MPI_ERR_RANK, "invalid destination rank %d: %s has %d ranks", peer,
-                              comm->name.c_str(), comm->size);
+                              comm->name.c_str(), comm->remote_size());
         if (tag < 0 || tag > 0x7fffffff)
             return make_error(MPI_ERR_TAG, "invalid tag %d (must be 0..MPI_TAG_UB)", tag);
     } else {
-        if (peer != MPI_PROC_NULL && peer != MPI_ANY_SOURCE && (peer < 0 || peer >= comm->size))
+        if (peer != MPI_PROC_NULL && peer != MPI_ANY_SOURCE &&
+            (peer < 0 || peer >= comm->remote_size()))
             return make_error(MPI_ERR_RANK, "invalid source rank %d: %s has %d ranks", peer,
-                              comm->name.c_str(), comm->size);
+                              comm->name.c_str(), comm->remote_size());
         if (tag < 0 && tag != MPI_ANY_TAG)
             return make_error(MPI_ERR_TAG, "invalid tag %d (must be 0..MPI_TAG_UB or MPI_ANY_TAG)",
                               tag);
@@ -296,7 +303,9 @@ int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, 
     r->comm = comm;
     r->ctx = comm->ctx;
     r->mode = mode;
-    r->world_peer = (peer >= 0) ? comm->world[peer] : -1;
+    r->world_peer = (peer >= 0) ? comm->peer_world(peer) : -1;
+    datatype_retain(dt);
+    r->dt_held = true;
     return MPI_SUCCESS;
 }
 
@@ -832,9 +841,33 @@ void Engine::on_peer_failed(int peer, const std::string& why) {
 }
 
 // ---- progress ---------------------------------------------------------------------------------
+static std::vector<int (*)()>& hooks() {
+    static std::vector<int (*)()> h;
+    return h;
+}
+void add_progress_hook(int (*hook)()) { hooks().push_back(hook); }
+
+int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
+              Comm* comm, Request** out) {
+    Request* r = request_new(kind);
+    if (!r) return make_error(MPI_ERR_INTERN, "out of request handles");
+    int rc = request_setup(r, buf, count, dt, peer, tag, comm, Mode::standard);
+    if (rc == MPI_SUCCESS) {
+        r->ctx = comm->ctx + 1;
+        rc = start(r);
+    }
+    if (rc != MPI_SUCCESS) {
+        request_release(r);
+        return rc;
+    }
+    *out = r;
+    return MPI_SUCCESS;
+}
+
 int poll() {
     int n = 0;
     for (auto& t : g->transports) n += t->progress(*g);
+    for (auto h : hooks()) n += h();
     if (!g->cts_q.empty()) {
         std::vector<Engine::Cts> q;
         q.swap(g->cts_q);
@@ -1090,6 +1123,7 @@ int engine_init(int required, int* provided) {
             return MPI_ERR_OTHER;
         }
 
+    g->host_of = job.host_of;
     g->route.resize(n);
     g->eager_max.resize(n);
     g->credit_limit = t_eager_credit.get();
@@ -1164,6 +1198,12 @@ const std::string& processor_name() { return g->hostname; }
 int thread_level() { return g ? g->level : MPI_THREAD_SINGLE; }
 bool is_main_thread() { return g && std::this_thread::get_id() == g->main_thread; }
 base::Kvs* kvs() { return g ? g->pmi.get() : nullptr; }
+int host_of(int world_rank) { return g->host_of[size_t(world_rank)]; }
+int universe_size() {
+    int u = g->pmi->universe_size();
+    return u > 0 ? u : g->size;
+}
+int appnum() { return g->pmi->appnum(); }
 void pmi_abort(int code, const std::string& msg) {
     if (g && g->pmi) g->pmi->abort(code, msg);
 }

@@ -32,23 +32,16 @@
 #include <mpi.h>
 
 #include "base/kvs.hpp"
+#include "core/comm.hpp"
 #include "core/datatype.hpp"
 #include "transport/transport.hpp"
 
 namespace wanmpi::core {
 
-struct Comm {
-    MPI_Comm handle = MPI_COMM_NULL;
-    uint32_t ctx = 0;               // point-to-point context id; ctx+1 is for collectives
-    int rank = 0;
-    int size = 0;
-    std::vector<int> world;         // comm rank -> world rank
-    MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
-    std::string name;
-};
-
 enum class Mode : uint8_t { standard, sync, buffered, ready };
-enum class ReqKind : uint8_t { send, recv };
+// send/recv: point-to-point. ext: a request driven by other code (collective schedules,
+// generalized requests): it sets `complete` itself, and `ext_free(ext)` runs on release.
+enum class ReqKind : uint8_t { send, recv, ext };
 
 struct Unexp;
 
@@ -66,6 +59,7 @@ struct Request {
     bool internal = false;      // freed automatically on completion (bsend copies)
     bool wait_fin = false;      // rendezvous send: waiting for the receiver (CTS or FIN)
     bool wait_sync = false;     // synchronous eager send: waiting for SYNC_ACK
+    bool dt_held = false;       // datatype_retain() was called for dt
     int pending = 0;            // internal operations still outstanding (see engine.cpp)
     MPI_Status status{};
     int64_t bytes_done = 0;     // bytes moved (recv: received so far)
@@ -86,6 +80,9 @@ struct Request {
     std::vector<transport::SendOp> data_ops;  // rendezvous DATA pieces
     Unexp* unexp = nullptr;     // recv matched to an unexpected message still arriving
     void* bsend_block = nullptr;
+    void* ext = nullptr;                    // ReqKind::ext: owner's state
+    void (*ext_free)(void* ext) = nullptr;  // called by request_release
+    int (*ext_cancel)(Request* r) = nullptr;  // MPI_Cancel on an ext request (nullptr: no-op)
     Request* next = nullptr;    // posted queue
     Request* prev = nullptr;
     uint64_t wire_id() const { return (uint64_t(gen) << 32) | idx; }
@@ -102,8 +99,6 @@ struct Inbound {
 class Engine;
 Engine& engine();  // the process's engine (after MPI_Init)
 
-// Handle tables ---------------------------------------------------------------------------
-Comm* comm_lookup(MPI_Comm h);
 Request* request_lookup(MPI_Request h);
 
 }  // namespace wanmpi::core
@@ -138,6 +133,9 @@ const std::string& processor_name();
 int thread_level();
 bool is_main_thread();
 base::Kvs* kvs();
+int host_of(int world_rank);       // same value = same host (shared memory possible)
+int universe_size();               // from the launcher; world_size() when it does not say
+int appnum();
 void pmi_abort(int code, const std::string& msg);  // tells the launcher; returns
 
 // ---- requests -----------------------------------------------------------------------------
@@ -154,8 +152,21 @@ int start(Request* r);   // post a (persistent or one-shot) request; error code 
 void fill_status(const Request* r, MPI_Status* st);
 
 // ---- progress -----------------------------------------------------------------------------
-int poll();                                        // one pass over all transports
+int poll();                                        // one pass over all transports and hooks
+// Extra work run by every poll() (collective schedules advance here, giving nonblocking
+// collectives asynchronous progress). Returns how much progress it made (0 = none).
+void add_progress_hook(int (*hook)());
 void wait_until(bool (*done)(void*), void* ctx);   // spin, then block in the kernel
+
+// ---- point-to-point for collectives ----------------------------------------------------------
+// Start a send or receive in the communicator's collective context (ctx + 1: never matches user
+// messages). `buf`/`count`/`dt` as in MPI; peer is a rank of `comm` (of the remote group for an
+// intercommunicator). Returns MPI_SUCCESS or an error code (not raised); *out is the request,
+// which the caller watches (`complete`, `status.MPI_ERROR`) and must release with
+// request_release() once complete. Tags: any int >= 0 (derive them from Comm::coll_seq so that
+// concurrent nonblocking collectives on one communicator never match each other's messages).
+int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
+              Comm* comm, Request** out);
 
 // ---- probe / matched receive ----------------------------------------------------------------
 Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove);

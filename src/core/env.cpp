@@ -105,39 +105,6 @@ double Wtick() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-int Error_string(int errorcode, char* string, int* resultlen) {
-    if (!valid_error_code(errorcode)) {
-        copy_string("Unknown error code " + std::to_string(errorcode), string,
-                    MPI_MAX_ERROR_STRING, resultlen);
-        return MPI_ERR_ARG;
-    }
-    return copy_string(error_text(errorcode), string, MPI_MAX_ERROR_STRING, resultlen);
-}
-
-int Error_class(int errorcode, int* errorclass) {
-    if (!valid_error_code(errorcode)) return raise(nullptr, make_error(MPI_ERR_ARG,
-                                                   "invalid error code %d", errorcode));
-    *errorclass = error_class_of(errorcode);
-    return MPI_SUCCESS;
-}
-
-int Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
-    Comm* c = comm_lookup(comm);
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
-    if (!errhandler_valid(errhandler))
-        return raise(c, make_error(MPI_ERR_ARG, "invalid error handler 0x%x", unsigned(errhandler)));
-    c->errhandler = errhandler;
-    return MPI_SUCCESS;
-}
-int Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
-    Comm* c = comm_lookup(comm);
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
-    *errhandler = c->errhandler;
-    return MPI_SUCCESS;
-}
-int Errhandler_set(MPI_Comm comm, MPI_Errhandler e) { return Comm_set_errhandler(comm, e); }
-int Errhandler_get(MPI_Comm comm, MPI_Errhandler* e) { return Comm_get_errhandler(comm, e); }
-
 int Alloc_mem(MPI_Aint size, MPI_Info, void* baseptr) {
     if (size < 0) return raise(nullptr, make_error(MPI_ERR_SIZE, "negative size %lld", (long long)size));
     void* p = nullptr;
@@ -148,19 +115,6 @@ int Alloc_mem(MPI_Aint size, MPI_Info, void* baseptr) {
 }
 int Free_mem(void* base) {
     std::free(base);
-    return MPI_SUCCESS;
-}
-
-int Comm_rank(MPI_Comm comm, int* rank) {
-    Comm* c = comm_lookup(comm);
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
-    *rank = c->rank;
-    return MPI_SUCCESS;
-}
-int Comm_size(MPI_Comm comm, int* size) {
-    Comm* c = comm_lookup(comm);
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x", unsigned(comm)));
-    *size = c->size;
     return MPI_SUCCESS;
 }
 
