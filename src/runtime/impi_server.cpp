@@ -1,0 +1,344 @@
+#include "runtime/impi_server.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/codec.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
+
+namespace wanmpi::impi {
+
+using base::get_be32;
+using base::get_be64;
+using base::put_be32;
+
+struct Server::Conn {
+    int fd = -1;
+    std::string peer;
+    enum State { auth, key, impi, member } state = auth;
+    std::vector<uint8_t> in;
+    std::string out;
+    int rank = -1;
+    bool done = false;
+    bool fini = false;
+    uint64_t timer = 0;
+    std::string who() const {
+        return rank >= 0 ? "client " + std::to_string(rank) + " (" + peer + ")" : "connection from " + peer;
+    }
+};
+
+Server::Server(const ServerConfig& cfg, int listen_fd) : cfg_(cfg), listen_fd_(listen_fd) {
+    clients_.assign(size_t(cfg.nclients), nullptr);
+}
+
+Server::~Server() = default;
+
+int Server::run() {
+    base::set_nonblock(listen_fd_, true);
+    loop_.add(listen_fd_, EPOLLIN, [this](uint32_t) { on_accept(); });
+    while (exit_ < 0) loop_.run_once(-1);
+    for (auto& [fd, c] : conns_) {
+        loop_.remove(fd);
+        ::close(fd);
+    }
+    conns_.clear();
+    return exit_;
+}
+
+void Server::on_accept() {
+    for (;;) {
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                WANMPI_LOG(warn, "accept: %s", base::errno_text(errno).c_str());
+            return;
+        }
+        auto c = std::make_unique<Conn>();
+        c->fd = fd;
+        c->peer = base::peer_text(fd);
+        Conn* cp = c.get();
+        conns_[fd] = std::move(c);
+        loop_.add(fd, EPOLLIN, [this, fd](uint32_t ev) {
+            auto it = conns_.find(fd);
+            if (it == conns_.end()) return;
+            Conn* cc = it->second.get();
+            if (ev & EPOLLOUT) on_writable(cc);
+            if (conns_.count(fd) && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) on_readable(cc);
+        });
+        // Slow-loris guard: a connection that has not joined in time is dropped.
+        cp->timer = loop_.after(cfg_.join_timeout_ms, [this, fd] {
+            auto it = conns_.find(fd);
+            if (it != conns_.end() && it->second->state != Conn::member) {
+                it->second->timer = 0;
+                drop(it->second.get(), "did not complete AUTH and IMPI within " +
+                                           std::to_string(cfg_.join_timeout_ms / 1000) + " s");
+            }
+        });
+        WANMPI_LOG(info, "connection from %s", cp->peer.c_str());
+    }
+}
+
+void Server::arm_stall_timer(Conn* c) {
+    if (c->state != Conn::member) return;  // the join timer covers the start
+    if (c->timer) loop_.cancel(c->timer);
+    c->timer = 0;
+    if (c->in.empty()) return;
+    int fd = c->fd;
+    c->timer = loop_.after(cfg_.stall_timeout_ms, [this, fd] {
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) return;
+        it->second->timer = 0;
+        if (!it->second->in.empty())
+            fail(it->second->who() + " stalled in the middle of a command for " +
+                 std::to_string(cfg_.stall_timeout_ms / 1000) + " s");
+    });
+}
+
+void Server::on_readable(Conn* c) {
+    uint8_t buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            c->in.insert(c->in.end(), buf, buf + n);
+            if (c->in.size() > size_t(kMaxCmdPayload) + 64) {
+                // parse() rejects oversized lengths first; this bounds a flood without headers.
+                if (c->state == Conn::member) return fail(c->who() + " sent more than allowed");
+                return drop(c, "sent more than allowed");
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+        // EOF or error
+        std::string why = n == 0 ? "closed the connection" : "connection error: " + base::errno_text(errno);
+        if (c->state == Conn::member && !c->fini) return fail(c->who() + " " + why + " before FINI");
+        if (c->state != Conn::member) return drop(c, why);
+        // A client that sent FINI may close: forget it.
+        loop_.remove(c->fd);
+        ::close(c->fd);
+        conns_.erase(c->fd);
+        return;
+    }
+    if (!parse(c)) return;
+    arm_stall_timer(c);
+}
+
+void Server::on_writable(Conn* c) {
+    while (!c->out.empty()) {
+        ssize_t n = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) return;
+            if (c->state == Conn::member && !c->fini)
+                return fail(c->who() + " connection error: " + base::errno_text(errno));
+            return drop(c, "connection error: " + base::errno_text(errno));
+        }
+        c->out.erase(0, size_t(n));
+    }
+    loop_.modify(c->fd, EPOLLIN);
+}
+
+void Server::send(Conn* c, const uint8_t* p, size_t n) {
+    bool was_empty = c->out.empty();
+    c->out.append(reinterpret_cast<const char*>(p), n);
+    if (was_empty) {
+        loop_.modify(c->fd, EPOLLIN | EPOLLOUT);
+        on_writable(c);
+    }
+}
+
+void Server::drop(Conn* c, const std::string& why) {
+    WANMPI_LOG(warn, "%s: %s; dropped", c->who().c_str(), why.c_str());
+    if (c->timer) loop_.cancel(c->timer);
+    loop_.remove(c->fd);
+    ::close(c->fd);
+    conns_.erase(c->fd);
+}
+
+void Server::fail(const std::string& why) {
+    if (exit_ >= 0) return;
+    WANMPI_LOG(error, "%s; the job cannot go on: closing every client connection", why.c_str());
+    exit_ = 1;
+}
+
+// Parses every complete message in c->in. Returns false when c was closed.
+bool Server::parse(Conn* c) {
+    size_t off = 0;
+    auto need = [&](size_t n) { return c->in.size() - off >= n; };
+    bool alive = true;
+    while (alive && exit_ < 0) {
+        if (c->state == Conn::auth) {
+            if (!need(12)) break;
+            CmdHeader h = decode_cmd(&c->in[off]);
+            if (h.cmd != CMD_AUTH || h.len != 4) {
+                const char* nm = cmd_name(h.cmd);
+                drop(c, std::string("expected AUTH with a 4-byte mask, got ") +
+                            (nm ? nm : "an unknown command") + " of length " + std::to_string(h.len));
+                return false;
+            }
+            uint32_t mask = get_be32(&c->in[off + 8]);
+            off += 12;
+            uint8_t reply[8] = {};
+            if ((mask & (1u << AUTH_KEY)) && cfg_.allow_key) {
+                put_be32(reply, AUTH_KEY);
+                c->state = Conn::key;
+            } else if ((mask & (1u << AUTH_NONE)) && cfg_.allow_none) {
+                put_be32(reply, AUTH_NONE);
+                c->state = Conn::impi;
+            } else {
+                drop(c, "no common authentication method (client offers mask 0x" +
+                            std::to_string(mask) + "; server allows" +
+                            (cfg_.allow_none ? " NONE" : "") + (cfg_.allow_key ? " KEY" : "") + ")");
+                return false;
+            }
+            send(c, reply, 8);
+        } else if (c->state == Conn::key) {
+            if (!need(8)) break;
+            uint64_t k = get_be64(&c->in[off]);
+            off += 8;
+            if (k != cfg_.key) {
+                drop(c, "wrong IMPI_AUTH_KEY");
+                return false;
+            }
+            c->state = Conn::impi;
+        } else if (c->state == Conn::impi) {
+            if (!need(12)) break;
+            CmdHeader h = decode_cmd(&c->in[off]);
+            if (h.cmd != CMD_IMPI || h.len != 4) {
+                drop(c, "expected IMPI with a 4-byte rank");
+                return false;
+            }
+            int32_t rank = int32_t(get_be32(&c->in[off + 8]));
+            off += 12;
+            if (rank < 0 || rank >= cfg_.nclients) {
+                drop(c, "client rank " + std::to_string(rank) + " out of range 0.." +
+                            std::to_string(cfg_.nclients - 1));
+                return false;
+            }
+            if (clients_[size_t(rank)]) {
+                drop(c, "client rank " + std::to_string(rank) + " is already taken by " +
+                            clients_[size_t(rank)]->peer);
+                return false;
+            }
+            joined(c, rank);
+        } else {
+            if (!need(kCmdHeader)) break;
+            CmdHeader h = decode_cmd(&c->in[off]);
+            const char* nm = cmd_name(h.cmd);
+            if (!nm || h.cmd == CMD_AUTH || h.cmd == CMD_IMPI) {
+                fail(c->who() + " sent " + (nm ? std::string("a second ") + nm : "garbage") +
+                     " (command 0x" + std::to_string(h.cmd) + ")");
+                return false;
+            }
+            if (h.len < 0 || h.len > kMaxCmdPayload) {
+                fail(c->who() + " sent " + nm + " with invalid length " + std::to_string(h.len));
+                return false;
+            }
+            if (h.cmd == CMD_COLL && h.len < 4) {
+                fail(c->who() + " sent COLL without a label");
+                return false;
+            }
+            if (!need(kCmdHeader + size_t(h.len))) break;
+            const uint8_t* p = &c->in[off + kCmdHeader];
+            off += kCmdHeader + size_t(h.len);
+            if (h.cmd == CMD_COLL) {
+                uint32_t label = get_be32(p);
+                if (c->done) {
+                    fail(c->who() + " sent COLL after DONE");
+                    return false;
+                }
+                auto& ls = labels_[label];
+                if (ls.contrib.empty()) ls.contrib.resize(size_t(cfg_.nclients));
+                if (ls.replied || ls.contrib[size_t(c->rank)]) {
+                    fail(c->who() + " sent label 0x" + std::to_string(label) + " twice");
+                    return false;
+                }
+                ls.contrib[size_t(c->rank)] = std::vector<uint8_t>(p + 4, p + h.len);
+                WANMPI_LOG(debug, "%s: %s (%d bytes)", c->who().c_str(),
+                           label_name(label) ? label_name(label) : "label", h.len - 4);
+                check_label(label);
+            } else if (h.cmd == CMD_DONE) {
+                c->done = true;  // a payload is tolerated and discarded, as LAM does
+                check_all();
+            } else if (h.cmd == CMD_FINI) {
+                if (!c->done) {
+                    fail(c->who() + " sent FINI before DONE");
+                    return false;
+                }
+                if (!c->fini) {
+                    c->fini = true;
+                    WANMPI_LOG(info, "%s: FINI", c->who().c_str());
+                    if (++nfini_ == cfg_.nclients) exit_ = 0;
+                }
+            }
+        }
+    }
+    if (conns_.count(c->fd)) c->in.erase(c->in.begin(), c->in.begin() + long(off));
+    return conns_.count(c->fd) != 0;
+}
+
+void Server::joined(Conn* c, int rank) {
+    c->state = Conn::member;
+    c->rank = rank;
+    clients_[size_t(rank)] = c;
+    if (c->timer) loop_.cancel(c->timer);
+    c->timer = 0;
+    WANMPI_LOG(info, "client %d joined from %s (%d of %d)", rank, c->peer.c_str(), njoined_ + 1,
+               cfg_.nclients);
+    if (++njoined_ < cfg_.nclients) return;
+    uint8_t m[12];
+    encode_cmd(CmdHeader{CMD_IMPI, 4}, m);
+    put_be32(m + 8, uint32_t(cfg_.nclients));
+    for (Conn* k : clients_) send(k, m, sizeof m);
+    impi_sent_ = true;
+    check_all();
+}
+
+// A label is answered once every client has contributed to it or sent DONE.
+void Server::check_label(uint32_t label) {
+    if (!impi_sent_) return;
+    auto& ls = labels_[label];
+    if (ls.replied) return;
+    uint32_t mask = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < cfg_.nclients; ++i) {
+        if (ls.contrib[size_t(i)]) {
+            mask |= 1u << i;
+            bytes += ls.contrib[size_t(i)]->size();
+        } else if (!clients_[size_t(i)]->done) {
+            return;
+        }
+    }
+    ls.replied = true;
+    std::vector<uint8_t> msg(kCmdHeader + 8 + bytes);
+    encode_cmd(CmdHeader{CMD_COLL, int32_t(8 + bytes)}, msg.data());
+    put_be32(&msg[8], label);
+    put_be32(&msg[12], mask);
+    size_t o = 16;
+    for (auto& ct : ls.contrib)
+        if (ct) {
+            std::memcpy(&msg[o], ct->data(), ct->size());
+            o += ct->size();
+        }
+    for (int i = 0; i < cfg_.nclients; ++i)
+        if (ls.contrib[size_t(i)]) send(clients_[size_t(i)], msg.data(), msg.size());
+    // Keep memory bounded: the data is not needed any more.
+    for (auto& ct : ls.contrib) ct.reset();
+}
+
+void Server::check_all() {
+    if (!impi_sent_) return;
+    for (auto& [label, ls] : labels_) check_label(label);
+    if (done_sent_) return;
+    for (Conn* k : clients_)
+        if (!k->done) return;
+    done_sent_ = true;
+    uint8_t m[8];
+    encode_cmd(CmdHeader{CMD_DONE, 0}, m);
+    for (Conn* k : clients_) send(k, m, sizeof m);
+    WANMPI_LOG(info, "all %d clients are done; waiting for FINI", cfg_.nclients);
+}
+
+}  // namespace wanmpi::impi

@@ -1,0 +1,72 @@
+// The IMPI rendezvous server (IMPI.md §3): N clients join (AUTH -> IMPI), submit labelled blobs
+// (COLL) that the server concatenates in client order and sends back, finish with DONE, and send
+// FINI when their procs have exited. "As stupid as possible": it never interprets label data.
+//
+// Robustness (issue 6): one epoll loop, nonblocking sockets, every connection a small state
+// machine. A connection that fails authentication, sends garbage, or stalls before it has joined
+// is logged and dropped while the others are served. Once a client has joined, the job depends on
+// it: if it disconnects before FINI, or breaks the protocol, the server says which client, closes
+// every other client's connection (so their agents take their clusters down) and exits non-zero.
+// Threading: single-threaded; run() returns the exit status.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/event_loop.hpp"
+#include "runtime/impi_wire.hpp"
+
+namespace wanmpi::impi {
+
+struct ServerConfig {
+    int nclients = 1;
+    bool allow_none = true;
+    bool allow_key = false;
+    uint64_t key = 0;
+    int64_t join_timeout_ms = 30000;   // a new connection must have joined (AUTH+IMPI) by then
+    int64_t stall_timeout_ms = 30000;  // a partial command may not sit longer than this
+};
+
+class Server {
+public:
+    Server(const ServerConfig& cfg, int listen_fd);
+    ~Server();
+    // Serves until every client sent FINI (returns 0) or the job failed (returns 1).
+    int run();
+
+private:
+    struct Conn;
+    struct LabelState {
+        std::vector<std::optional<std::vector<uint8_t>>> contrib;
+        bool replied = false;
+    };
+    void on_accept();
+    void on_readable(Conn* c);
+    void on_writable(Conn* c);
+    bool parse(Conn* c);  // false: connection was closed
+    void send(Conn* c, const uint8_t* p, size_t n);
+    void drop(Conn* c, const std::string& why);     // an unjoined connection goes away
+    void fail(const std::string& why);              // the job is over
+    void joined(Conn* c, int rank);
+    void check_label(uint32_t label);
+    void check_all();
+    void arm_stall_timer(Conn* c);
+
+    ServerConfig cfg_;
+    int listen_fd_;
+    runtime::EventLoop loop_;
+    std::map<int, std::unique_ptr<Conn>> conns_;      // by fd
+    std::vector<Conn*> clients_;                      // by client rank
+    int njoined_ = 0;
+    bool impi_sent_ = false;
+    bool done_sent_ = false;
+    int nfini_ = 0;
+    int exit_ = -1;
+    std::map<uint32_t, LabelState> labels_;
+};
+
+}  // namespace wanmpi::impi

@@ -1,0 +1,105 @@
+// IMPI wire formats (../shared/IMPI.md §2–§5): the client/server command stream and the 128-byte
+// host-to-host packet header. One codec per format; every integer big-endian; decoders validate
+// and never trust a length from the network (they return an error instead).
+// No state, thread-safe. Shared by impi-server, the cluster agent in the library and the wan
+// transport.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wanmpi::impi {
+
+// ---- commands (client <-> server), IMPI.md §3 --------------------------------------------
+enum Cmd : uint32_t {
+    CMD_AUTH = 0x41555448,  // "AUTH"
+    CMD_IMPI = 0x494D5049,  // "IMPI"
+    CMD_COLL = 0x434F4C4C,  // "COLL"
+    CMD_DONE = 0x444F4E45,  // "DONE"
+    CMD_FINI = 0x46494E49,  // "FINI"
+};
+const char* cmd_name(uint32_t cmd);  // "AUTH", ... or nullptr for an unknown code
+
+constexpr size_t kCmdHeader = 8;
+struct CmdHeader {
+    uint32_t cmd = 0;
+    int32_t len = 0;  // payload bytes after the header
+};
+void encode_cmd(const CmdHeader& h, uint8_t out[kCmdHeader]);
+CmdHeader decode_cmd(const uint8_t in[kCmdHeader]);
+
+// Authentication methods (bit i of the AUTH mask offers method i).
+enum Auth : uint32_t { AUTH_NONE = 0, AUTH_KEY = 1 };
+
+// COLL labels, IMPI.md §3.6, in the order clients send them.
+enum Label : uint32_t {
+    C_VERSION = 0x1000,
+    C_NHOSTS = 0x1100,
+    C_NPROCS = 0x1200,
+    C_DATALEN = 0x1300,
+    C_TAGUB = 0x1400,
+    C_COLL_XSIZE = 0x1500,
+    C_COLL_MAXLINEAR = 0x1600,
+    H_IPV6 = 0x2000,
+    H_PORT = 0x2100,
+    H_NPROCS = 0x2200,
+    H_ACKMARK = 0x2300,
+    H_HIWATER = 0x2400,
+    P_IPV6 = 0x3000,
+    P_PID = 0x3100,
+};
+extern const std::array<uint32_t, 14> kLabelOrder;
+const char* label_name(uint32_t label);  // nullptr for an unknown label
+
+// Largest command payload a server or client accepts (a COLL reply for 32 clients with
+// thousands of procs stays far below this).
+constexpr int32_t kMaxCmdPayload = 16 << 20;
+
+// ---- host ids (16 bytes), IMPI.md §2 ----------------------------------------------------------
+using HostId = std::array<uint8_t, 16>;
+// LAM's IPv4-compatible form: 12 zero bytes then the address.
+HostId host_id_from_ipv4(const std::string& dotted);
+// Accepts LAM's (::a.b.c.d) and MetaMPICH's (::ffff:a.b.c.d) forms; nullopt otherwise.
+std::optional<std::string> ipv4_from_host_id(const HostId& id);
+
+// ---- packets (host <-> host), IMPI.md §5 ------------------------------------------------------
+enum PacketType : uint32_t {
+    PK_DATA = 0,
+    PK_DATASYNC = 1,
+    PK_PROTOACK = 2,
+    PK_SYNCACK = 3,
+    PK_CANCEL = 4,
+    PK_CANCELYES = 5,
+    PK_CANCELNO = 6,
+    PK_FINI = 7,
+};
+constexpr size_t kPacketHeader = 128;
+
+struct Proc {
+    HostId host{};
+    int64_t pid = 0;
+    bool operator==(const Proc&) const = default;
+};
+
+struct Packet {
+    uint32_t type = 0;
+    uint32_t len = 0;  // payload bytes following the header (DATA/DATASYNC only)
+    Proc src, dest;
+    uint64_t srqid = 0, drqid = 0, msglen = 0;
+    int32_t lsrank = 0, tag = 0;
+    uint64_t cid = 0, seqnum = 0;
+    int64_t count = 0;
+    uint64_t dtype = 0, reserved = 0;
+};
+void encode_packet(const Packet& p, uint8_t out[kPacketHeader]);
+// Validates what a receiver must not trust: the type, and that non-data packets carry no
+// payload (their pk_len is ignored, as LAM sends 128 there) and data payloads are <= maxlen.
+// Returns an error text, or "" when `p` is good.
+std::string decode_packet(const uint8_t in[kPacketHeader], uint64_t maxlen, Packet* p);
+bool packet_has_payload(uint32_t type);
+
+}  // namespace wanmpi::impi
