@@ -309,9 +309,10 @@ int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, 
     return MPI_SUCCESS;
 }
 
+// The request's operation is over. `active` stays set: for a persistent request it means
+// "started and not yet returned by Wait/Test", which retire() ends.
 void Engine::finish(Request* r) {
     r->complete = true;
-    r->active = false;
     if (r->internal) {
         // bsend copy: release its space in the attached buffer
         if (r->bsend_block) bsend_used.erase(static_cast<char*>(r->bsend_block) - bsend_buf);
@@ -664,7 +665,6 @@ int start(Request* r) {
         r->status.MPI_SOURCE = MPI_PROC_NULL;
         r->status.MPI_TAG = MPI_ANY_TAG;
         r->complete = true;
-        r->active = false;
         return MPI_SUCCESS;
     }
     if (r->kind == ReqKind::send) {
@@ -989,7 +989,6 @@ int bsend_start(Request* user) {
             }
             // The user's request is complete as soon as the data sits in the buffer.
             user->complete = true;
-            user->active = false;
             return MPI_SUCCESS;
         }
         poll();

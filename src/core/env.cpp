@@ -7,6 +7,7 @@
 #include "base/log.hpp"
 #include "bindings/impl.hpp"
 #include "core/api.hpp"
+#include "core/attr.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
 
@@ -43,7 +44,10 @@ int Finalize() {
     int rc;
     {
         std::lock_guard<std::recursive_mutex> lk(g_api_lock);
+        // Attribute delete callbacks on SELF then WORLD run first, while MPI still works.
+        int arc = attr_finalize();
         rc = engine_finalize();
+        if (rc == MPI_SUCCESS) rc = arc;
         g_init_state = 2;
     }
     return rc;

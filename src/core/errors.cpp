@@ -2,7 +2,10 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <unistd.h>
 
 #include "base/log.hpp"
@@ -99,10 +102,106 @@ const char* error_class_text(int cls) {
     return nullptr;
 }
 
-int error_class_of(int code) { return code & 127; }
+// ---- user error classes / codes / strings -------------------------------------------------
+namespace {
+constexpr int kUserBit = 0x40000000;
+constexpr int kFieldMask = 0xfff;
+constexpr int kFirstUserField = 128;
+constexpr int kMaxCodeSerial = (MPI_ERR_LASTCODE >> 12);  // n < 2^18
+
+struct UserErrors {
+    std::mutex m;
+    int nclasses = 0;  // user classes: fields 128 .. 128 + nclasses - 1
+    int ncodes = 0;    // serial numbers handed out to added codes: 1 .. ncodes
+    int last_used = MPI_ERR_LASTCODE;  // the largest class (MPI 4.0 §9.5), as in MPICH
+    std::unordered_map<int, std::string> strings;  // user class/code -> its string
+    std::unordered_map<int, bool> codes;            // added codes (value: unused)
+};
+UserErrors& user_errors() {
+    static UserErrors u;
+    return u;
+}
+
+bool is_user_value(int code) { return code > 0 && (code & kUserBit); }
+
+// Requires the lock. True for a user class or an added code.
+bool user_value_known(UserErrors& u, int code) {
+    if (!is_user_value(code)) return false;
+    int field = code & kFieldMask;
+    int serial = (code & ~kUserBit) >> 12;
+    bool field_ok = field < kFirstUserField ? error_class_text(field) != nullptr
+                                            : field - kFirstUserField < u.nclasses;
+    if (!field_ok) return false;
+    if (serial == 0) return field >= kFirstUserField;  // the class itself
+    return u.codes.count(code) != 0;
+}
+}  // namespace
+
+int error_class_of(int code) {
+    if (is_user_value(code)) {
+        int field = code & kFieldMask;
+        return field < kFirstUserField ? field : (kUserBit | field);
+    }
+    return code & 127;
+}
 
 bool valid_error_code(int code) {
-    return code >= 0 && (code >> 7) <= kErrorSlots && error_class_text(code & 127);
+    if (code < 0) return false;
+    if (is_user_value(code)) {
+        auto& u = user_errors();
+        std::lock_guard<std::mutex> gl(u.m);
+        return user_value_known(u, code);
+    }
+    return (code >> 7) <= kErrorSlots && error_class_text(code & 127);
+}
+
+int add_error_class(int* errorclass) {
+    auto& u = user_errors();
+    std::lock_guard<std::mutex> gl(u.m);
+    if (kFirstUserField + u.nclasses > kFieldMask)
+        return make_error(MPI_ERR_OTHER, "too many user error classes (limit %d)",
+                          kFieldMask + 1 - kFirstUserField);
+    int cls = kUserBit | (kFirstUserField + u.nclasses++);
+    if (cls > u.last_used) u.last_used = cls;
+    *errorclass = cls;
+    return MPI_SUCCESS;
+}
+
+int add_error_code(int errorclass, int* errorcode) {
+    auto& u = user_errors();
+    std::lock_guard<std::mutex> gl(u.m);
+    bool ok = (errorclass >= 0 && errorclass < kFirstUserField && error_class_text(errorclass)) ||
+              (is_user_value(errorclass) && (errorclass & ~(kUserBit | kFieldMask)) == 0 &&
+               user_value_known(u, errorclass));
+    if (!ok) return make_error(MPI_ERR_ARG, "%d is not an error class", errorclass);
+    if (u.ncodes >= kMaxCodeSerial)
+        return make_error(MPI_ERR_OTHER, "too many user error codes (limit %d)", kMaxCodeSerial);
+    int code = kUserBit | (++u.ncodes << 12) | (errorclass & kFieldMask);
+    u.codes.emplace(code, true);
+    *errorcode = code;
+    return MPI_SUCCESS;
+}
+
+int add_error_string(int errorcode, const char* string) {
+    if (!string) return make_error(MPI_ERR_ARG, "error string is NULL");
+    size_t n = std::strlen(string);
+    if (n >= size_t(MPI_MAX_ERROR_STRING))
+        return make_error(MPI_ERR_ARG,
+                          "error string of %zu characters is longer than MPI_MAX_ERROR_STRING - 1 "
+                          "(%d)", n, MPI_MAX_ERROR_STRING - 1);
+    auto& u = user_errors();
+    std::lock_guard<std::mutex> gl(u.m);
+    if (!user_value_known(u, errorcode))
+        return make_error(MPI_ERR_ARG, "%d is not an error class or code added by "
+                                       "MPI_Add_error_class/MPI_Add_error_code", errorcode);
+    u.strings[errorcode] = string;
+    return MPI_SUCCESS;
+}
+
+int last_used_code() {
+    auto& u = user_errors();
+    std::lock_guard<std::mutex> gl(u.m);
+    return u.last_used;
 }
 
 int make_error(int cls, const char* fmt, ...) {
@@ -111,6 +210,7 @@ int make_error(int cls, const char* fmt, ...) {
     va_start(ap, fmt);
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (cls < 0 || cls >= 128 || !error_class_text(cls)) cls = MPI_ERR_INTERN;  // caller bug
     auto& r = ring();
     int slot;
     {
@@ -119,11 +219,18 @@ int make_error(int cls, const char* fmt, ...) {
         r.next = (r.next + 1) % kErrorSlots;
         r.text[slot] = buf;
     }
-    WANMPI_LOG(debug, "%s: %s", error_class_text(cls) ? error_class_text(cls) : "?", buf);
+    WANMPI_LOG(debug, "%s: %s", error_class_text(cls), buf);
     return cls | ((slot + 1) << 7);
 }
 
 std::string error_text(int code) {
+    if (is_user_value(code)) {
+        // MPI: a class or code without a string added by MPI_Add_error_string has "".
+        auto& u = user_errors();
+        std::lock_guard<std::mutex> gl(u.m);
+        auto it = u.strings.find(code);
+        return it == u.strings.end() ? std::string() : it->second;
+    }
     const char* ct = error_class_text(code & 127);
     std::string s = ct ? ct : "Unknown error class";
     int slot = (code >> 7) - 1;
@@ -143,21 +250,114 @@ void abort_job(int exitcode, const std::string& msg) {
     _exit(exitcode);
 }
 
-bool errhandler_valid(MPI_Errhandler e) {
+// ---- error handlers -----------------------------------------------------------------------
+namespace {
+constexpr uint32_t kUserEhBase = 0x54800000u;
+
+struct UserErrhandler {
+    EhKind kind;
+    void (*fn)();
+    int user_refs;  // handles the user holds (create, *_get_errhandler) minus frees
+};
+std::deque<UserErrhandler>& user_ehs() {
+    static std::deque<UserErrhandler> v;  // deque: stable addresses while handlers run
+    return v;
+}
+UserErrhandler* user_eh(MPI_Errhandler e) {
+    uint32_t u = uint32_t(e);
+    if ((u & 0xff800000u) != kUserEhBase) return nullptr;
+    uint32_t idx = u & 0x7fffffu;
+    auto& v = user_ehs();
+    return idx < v.size() ? &v[idx] : nullptr;
+}
+bool predefined_eh(MPI_Errhandler e) {
     return e == MPI_ERRORS_ARE_FATAL || e == MPI_ERRORS_RETURN || e == MPI_ERRORS_ABORT;
+}
+MPI_Errhandler g_file_default = MPI_ERRORS_RETURN;
+}  // namespace
+
+bool errhandler_valid(MPI_Errhandler e) {
+    if (predefined_eh(e)) return true;
+    UserErrhandler* h = user_eh(e);
+    return h && h->user_refs > 0;
+}
+
+bool errhandler_fits(MPI_Errhandler e, EhKind k) {
+    if (predefined_eh(e)) return true;
+    UserErrhandler* h = user_eh(e);
+    return h && h->user_refs > 0 && h->kind == k;
+}
+
+MPI_Errhandler errhandler_create(EhKind k, void (*fn)()) {
+    auto& v = user_ehs();
+    v.push_back(UserErrhandler{k, fn, 1});
+    return MPI_Errhandler(kUserEhBase | uint32_t(v.size() - 1));
+}
+
+bool errhandler_release(MPI_Errhandler e) {
+    if (predefined_eh(e)) return true;
+    UserErrhandler* h = user_eh(e);
+    if (!h || h->user_refs <= 0) return false;
+    --h->user_refs;
+    return true;
+}
+
+void errhandler_retain(MPI_Errhandler e) {
+    if (UserErrhandler* h = user_eh(e)) ++h->user_refs;
+}
+
+MPI_Errhandler file_default_errhandler() { return g_file_default; }
+void set_file_default_errhandler(MPI_Errhandler e) { g_file_default = e; }
+
+// The predefined handlers' actions; returns only for MPI_ERRORS_RETURN.
+static void predefined_action(MPI_Errhandler eh, const std::string& where, int code) {
+    if (eh == MPI_ERRORS_RETURN) return;
+    const char* fn = t_api_name ? t_api_name : "MPI";
+    if (eh == MPI_ERRORS_ABORT) {
+        // MPI-4: abort "all connected processes" of the communicator; wanmpi aborts the job.
+        abort_job(1, std::string("MPI_ERRORS_ABORT: error in ") + fn + " (" + where + "): " +
+                         error_text(code));
+    }
+    abort_job(1, std::string("Fatal error in ") + fn + " (" + where + "): " + error_text(code));
 }
 
 int raise(Comm* comm, int code) {
     if (code == MPI_SUCCESS) return code;
-    MPI_Errhandler eh = comm ? comm->errhandler : MPI_ERRORS_ARE_FATAL;
-    if (!comm) {
-        if (Comm* w = comm_lookup(MPI_COMM_WORLD)) eh = w->errhandler;
+    MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
+    MPI_Comm handle = MPI_COMM_WORLD;
+    std::string where = "MPI_COMM_WORLD";
+    if (!comm) comm = comm_lookup(MPI_COMM_WORLD);
+    if (comm) {
+        eh = comm->errhandler;
+        handle = comm->handle;
+        where = comm->name.empty() ? "communicator" : comm->name;
     }
-    if (eh == MPI_ERRORS_RETURN) return code;
-    const char* fn = t_api_name ? t_api_name : "MPI";
-    std::string where = comm ? comm->name : std::string("MPI_COMM_WORLD");
-    abort_job(1,
-              std::string("Fatal error in ") + fn + " (" + where + "): " + error_text(code));
+    if (UserErrhandler* h = user_eh(eh)) {
+        if (h->kind == EhKind::comm && h->fn) {
+            int c = code;
+            reinterpret_cast<MPI_Comm_errhandler_function*>(h->fn)(&handle, &c);
+            return code;
+        }
+        eh = MPI_ERRORS_ARE_FATAL;  // cannot happen: set_errhandler checks the kind
+    }
+    predefined_action(eh, where, code);
+    return code;
+}
+
+int raise_file(MPI_File fh, int code) {
+    if (code == MPI_SUCCESS) return code;
+    MPI_Errhandler eh = g_file_default;
+    if (UserErrhandler* h = user_eh(eh)) {
+        if (h->kind == EhKind::file && h->fn) {
+            MPI_File f = fh;
+            int c = code;
+            reinterpret_cast<MPI_File_errhandler_function*>(h->fn)(&f, &c);
+            return code;
+        }
+        eh = MPI_ERRORS_ARE_FATAL;
+    }
+    predefined_action(eh, fh == MPI_FILE_NULL ? "MPI_FILE_NULL" : "file", code);
+    return code;
 }
 
 [[noreturn]] void api_not_initialized(const char* fname) {

@@ -417,7 +417,8 @@ int Request_free(MPI_Request* request) {
     if (!request) return raise(nullptr, make_error(MPI_ERR_ARG, "null request pointer"));
     Request* r = request_lookup(*request);
     if (!r) return bad_request(*request);
-    if (r->complete && !r->active) request_release(r);
+    // A finished (or inactive persistent) request goes now; a pending one when it finishes.
+    if (r->complete) request_release(r);
     else r->user_freed = true;
     *request = MPI_REQUEST_NULL;
     return MPI_SUCCESS;

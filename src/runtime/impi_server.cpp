@@ -112,8 +112,12 @@ void Server::on_readable(Conn* c) {
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-        // EOF or error
-        std::string why = n == 0 ? "closed the connection" : "connection error: " + base::errno_text(errno);
+        // EOF or error. A client may send FINI and close at once, and both can arrive in one
+        // read: act on what it sent before the close first.
+        int err = n < 0 ? errno : 0;
+        if (!c->in.empty() && !parse(c)) return;
+        if (exit_ >= 0) return;
+        std::string why = n == 0 ? "closed the connection" : "connection error: " + base::errno_text(err);
         if (c->state == Conn::member && !c->fini) return fail(c->who() + " " + why + " before FINI");
         if (c->state != Conn::member) return drop(c, why);
         // A client that sent FINI may close: forget it.

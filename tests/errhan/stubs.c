@@ -1,0 +1,150 @@
+/* stubs: one-sided communication and MPI-IO are not supported yet (docs/errors-attributes.md):
+ * every entry point exists and reports MPI_ERR_UNSUPPORTED_OPERATION through the right error
+ * handler. wanmpi only (stock MPIs implement these calls).
+ *   - MPI-IO first, while MPI_COMM_WORLD still has MPI_ERRORS_ARE_FATAL: file errors go to the
+ *     handler of MPI_FILE_NULL, MPI_ERRORS_RETURN by default, so MPI_File_open returns the error
+ *     and MPI_FILE_NULL; a user file handler set on MPI_FILE_NULL is then called;
+ *   - windows: with MPI_ERRORS_RETURN, window creation returns the error and MPI_WIN_NULL, RMA and
+ *     synchronization calls return it; a user handler on the communicator sees MPI_Win_create's
+ *     error; window keyvals and window error handlers can still be created and freed. */
+#include "mptest.h"
+
+static void expect_unsupported(int rc, const char *what, int line)
+{
+    int cls = -1, len = 0;
+    char s[MPI_MAX_ERROR_STRING];
+    if (rc == MPI_SUCCESS) {
+        mt_fail(__FILE__, line, what, "succeeded");
+        return;
+    }
+    MPI_Error_class(rc, &cls);
+    s[0] = 0;
+    MPI_Error_string(rc, s, &len);
+    if (cls != MPI_ERR_UNSUPPORTED_OPERATION)
+        mt_fail(__FILE__, line, what, "class %d (%s), expected MPI_ERR_UNSUPPORTED_OPERATION", cls,
+                s);
+    else if (len <= 0)
+        mt_fail(__FILE__, line, what, "empty error string");
+}
+#define UNSUP(call) expect_unsupported((call), #call, __LINE__)
+
+static int fcalls, fcode;
+static MPI_File ffile = (MPI_File)1;
+static void file_handler(MPI_File *f, int *code, ...)
+{
+    fcalls++;
+    ffile = *f;
+    fcode = *code;
+}
+
+static int ccalls, ccode;
+static MPI_Comm ccomm;
+static void comm_handler(MPI_Comm *c, int *code, ...)
+{
+    ccalls++;
+    ccomm = *c;
+    ccode = *code;
+}
+
+static void win_handler(MPI_Win *w, int *code, ...)
+{
+    (void)w;
+    (void)code;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_File fh = (MPI_File)1;
+    MPI_Win win = 12345;
+    MPI_Errhandler eh, got;
+    MPI_Request req = 777;
+    MPI_Status st;
+    MPI_Comm d;
+    MPI_Offset off;
+    int buf[4] = {0}, flag, kv, rc, cls;
+    void *base = (void *)buf;
+
+    mt_init(&argc, &argv);
+
+    /* --- MPI-IO, default handlers ---------------------------------------------------------- */
+    MT_MPI(MPI_File_get_errhandler(MPI_FILE_NULL, &got));
+    MT_CHECK(got == MPI_ERRORS_RETURN, "default file error handler is not MPI_ERRORS_RETURN");
+    MT_MPI(MPI_Errhandler_free(&got));
+    UNSUP(MPI_File_open(MPI_COMM_WORLD, "/tmp/x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
+    MT_CHECK(fh == MPI_FILE_NULL, "File_open did not return MPI_FILE_NULL");
+    UNSUP(MPI_File_delete("/tmp/x", MPI_INFO_NULL));
+    UNSUP(MPI_File_read(fh, buf, 1, MPI_INT, &st));
+    UNSUP(MPI_File_write_at_all(fh, 0, buf, 1, MPI_INT, &st));
+    UNSUP(MPI_File_iread_at(fh, 0, buf, 1, MPI_INT, &req));
+    MT_CHECK(req == MPI_REQUEST_NULL, "File_iread_at did not return MPI_REQUEST_NULL");
+    UNSUP(MPI_File_get_position(fh, &off));
+    UNSUP(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+    UNSUP(MPI_File_close(&fh));
+
+    /* a user file handler on MPI_FILE_NULL */
+    MT_MPI(MPI_File_create_errhandler(file_handler, &eh));
+    MT_MPI(MPI_File_set_errhandler(MPI_FILE_NULL, eh));
+    MT_MPI(MPI_Errhandler_free(&eh));
+    fcalls = 0;
+    rc = MPI_File_open(MPI_COMM_WORLD, "/tmp/x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+    MT_CHECK(fcalls == 1 && ffile == MPI_FILE_NULL && fcode == rc,
+             "file handler: %d calls, file null %d, code %d vs %d", fcalls,
+             ffile == MPI_FILE_NULL, fcode, rc);
+    MT_MPI(MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN));
+
+    /* --- one-sided --------------------------------------------------------------------------- */
+    MT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    UNSUP(MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MT_CHECK(win == MPI_WIN_NULL, "Win_create did not return MPI_WIN_NULL");
+    win = 12345;
+    UNSUP(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    MT_CHECK(win == MPI_WIN_NULL, "Win_allocate did not return MPI_WIN_NULL");
+    UNSUP(MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    UNSUP(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    UNSUP(MPI_Win_fence(0, win));
+    UNSUP(MPI_Put(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+    UNSUP(MPI_Get(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, win));
+    UNSUP(MPI_Accumulate(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
+    UNSUP(MPI_Get_accumulate(buf, 1, MPI_INT, buf + 1, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, win));
+    UNSUP(MPI_Fetch_and_op(buf, buf + 1, MPI_INT, 0, 0, MPI_SUM, win));
+    UNSUP(MPI_Compare_and_swap(buf, buf + 1, buf + 2, MPI_INT, 0, 0, win));
+    req = 777;
+    UNSUP(MPI_Rput(buf, 1, MPI_INT, 0, 0, 1, MPI_INT, win, &req));
+    MT_CHECK(req == MPI_REQUEST_NULL, "Rput did not return MPI_REQUEST_NULL");
+    UNSUP(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    UNSUP(MPI_Win_unlock(0, win));
+    UNSUP(MPI_Win_lock_all(0, win));
+    UNSUP(MPI_Win_flush(0, win));
+    UNSUP(MPI_Win_sync(win));
+    UNSUP(MPI_Win_post(MPI_GROUP_EMPTY, 0, win));
+    UNSUP(MPI_Win_start(MPI_GROUP_EMPTY, 0, win));
+    UNSUP(MPI_Win_complete(win));
+    UNSUP(MPI_Win_wait(win));
+    UNSUP(MPI_Win_test(win, &flag));
+    UNSUP(MPI_Win_get_attr(win, MPI_WIN_BASE, &base, &flag));
+    UNSUP(MPI_Win_free(&win));
+
+    /* window keyvals and error handlers */
+    MT_MPI(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &kv, NULL));
+    MT_MPI(MPI_Win_free_keyval(&kv));
+    MT_CHECK(kv == MPI_KEYVAL_INVALID, "Win_free_keyval did not reset the keyval");
+    MT_MPI(MPI_Win_create_errhandler(win_handler, &eh));
+    UNSUP(MPI_Win_set_errhandler(win, eh));
+    rc = MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+    MT_CHECK(rc != MPI_SUCCESS, "a window error handler was accepted by a communicator");
+    MT_MPI(MPI_Errhandler_free(&eh));
+
+    /* Win_create's error goes to the communicator's handler */
+    MT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+    MT_MPI(MPI_Comm_create_errhandler(comm_handler, &eh));
+    MT_MPI(MPI_Comm_set_errhandler(d, eh));
+    MT_MPI(MPI_Errhandler_free(&eh));
+    ccalls = 0;
+    rc = MPI_Win_create(buf, sizeof buf, sizeof(int), MPI_INFO_NULL, d, &win);
+    cls = -1;
+    MPI_Error_class(rc, &cls);
+    MT_CHECK(ccalls == 1 && ccomm == d && ccode == rc && cls == MPI_ERR_UNSUPPORTED_OPERATION,
+             "Win_create on d: handler calls %d, comm ok %d, class %d", ccalls, ccomm == d, cls);
+    MT_MPI(MPI_Comm_free(&d));
+    return mt_finalize();
+}
