@@ -21,6 +21,11 @@ enum Cmd : uint32_t {
     CMD_COLL = 0x434F4C4C,  // "COLL"
     CMD_DONE = 0x444F4E45,  // "DONE"
     CMD_FINI = 0x46494E49,  // "FINI"
+    // wanmpi extension, server -> client only, after DONE: the job failed. Payload: Int4 rank of
+    // the client that was lost (-1: not a client), then a reason in ASCII. Sent just before the
+    // server closes every client connection, so agents can say which cluster died; a client that
+    // does not know it only sees the close, which means the same.
+    CMD_LOST = 0x4C4F5354,  // "LOST"
 };
 const char* cmd_name(uint32_t cmd);  // "AUTH", ... or nullptr for an unknown code
 

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "base/socket.hpp"
+
 namespace wanmpi::runtime {
 
 using base::Errc;
@@ -286,6 +288,32 @@ Status parse_launch_options(const std::vector<std::string>& args, LaunchOptions*
             value = name.substr(eq + 1);
             name.resize(eq);
             inline_value = true;
+        }
+        if (name == "client") {
+            // Two arguments, so outside the table: -client ID ADDR:PORT.
+            if (inline_value) return usage("use '-client ID ADDR:PORT' (two separate arguments)");
+            if (i + 2 >= args.size() || args[i + 1].rfind("-", 0) == 0 ||
+                args[i + 2].rfind("-", 0) == 0)
+                return usage("'" + a + "' needs two arguments: the client id (0..31) and the "
+                             "impi-server's ADDR:PORT");
+            const std::string& id = args[i + 1];
+            const std::string& server = args[i + 2];
+            i += 2;
+            int v = 0;
+            bool id_ok = !id.empty() && id.size() <= 2;
+            for (char c : id) id_ok = id_ok && c >= '0' && c <= '9';
+            if (id_ok) v = std::atoi(id.c_str());
+            if (!id_ok || v > 31)
+                return usage("'" + a + " " + id + "': the IMPI client id must be 0..31");
+            if (!base::parse_host_port(server))
+                return usage("'" + a + " " + id + " " + server + "': expected the impi-server's "
+                             "address as ADDR:PORT (what impi-server printed)");
+            if (o->impi_client >= 0) return usage("'" + a + "' given twice");
+            o->impi_client = v;
+            o->impi_server = server;
+            o->env_set.push_back("WANMPI_IMPI_CLIENT=" + std::to_string(v));
+            o->env_set.push_back("WANMPI_IMPI_SERVER=" + server);
+            continue;
         }
         const OptName* spec = nullptr;
         for (const auto& s : kOpts)

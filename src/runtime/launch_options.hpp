@@ -27,6 +27,11 @@ struct LaunchOptions {
     bool help = false;
     bool version = false;
     std::string wdir;                  // --wdir; "": mpirun's working directory
+    // -client ID ADDR:PORT (IMPI, GridMPI's spelling): this cluster is client ID (0..31) of a job
+    // whose impi-server listens at ADDR:PORT. The parser also appends WANMPI_IMPI_CLIENT=ID and
+    // WANMPI_IMPI_SERVER=ADDR:PORT to env_set, so every rank (local or remote) gets them.
+    int impi_client = -1;
+    std::string impi_server;
     std::vector<std::string> program;  // program and its arguments
 };
 

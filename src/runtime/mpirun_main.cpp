@@ -75,6 +75,9 @@ Options (MPICH and Open MPI spellings; single or double dash):
   -genv VAR value           same as -x VAR=value
                             (WANMPI_* and IMPI_* variables are always passed on.)
   --wdir DIR                working directory of the ranks (default: mpirun's)
+  -client ID ADDR:PORT      run these ranks as IMPI client ID (0..31) of one job across
+                            clusters; ADDR:PORT is what impi-server printed (docs/impi.md).
+                            The ranks get WANMPI_IMPI_CLIENT and WANMPI_IMPI_SERVER.
   --timeout SECONDS         kill the job if it runs longer (exit code 124); default from
                             MPIEXEC_TIMEOUT or WANMPI_MPIRUN_TIMEOUT
   --tag-output              prefix every output line with "[rank] " (also -l, -prepend-rank)
