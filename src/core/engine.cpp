@@ -232,6 +232,8 @@ void request_release(Request* r) {
     r->ext_free = nullptr;
     if (r->dt_held) datatype_release(r->dt);
     r->dt_held = false;
+    if (r->comm_held) comm_release(r->comm);
+    r->comm_held = false;
     std::free(r->pack_buf);
     r->pack_buf = nullptr;
     r->ops.clear();
@@ -306,6 +308,8 @@ int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, 
     r->world_peer = (peer >= 0) ? comm->peer_world(peer) : -1;
     datatype_retain(dt);
     r->dt_held = true;
+    comm_retain(comm);  // MPI_Comm_free of a communicator with pending requests is deferred
+    r->comm_held = true;
     return MPI_SUCCESS;
 }
 
@@ -917,6 +921,7 @@ void wait_until(bool (*done)(void*), void* ctx) {
 
 // ---- cancel -----------------------------------------------------------------------------------
 int cancel(Request* r) {
+    if (r->kind == ReqKind::ext) return r->ext_cancel ? r->ext_cancel(r) : MPI_SUCCESS;
     if (r->complete && r->kind == ReqKind::recv) return MPI_SUCCESS;
     if (r->kind == ReqKind::recv) {
         if (!r->matched) {

@@ -60,6 +60,7 @@ struct Request {
     bool wait_fin = false;      // rendezvous send: waiting for the receiver (CTS or FIN)
     bool wait_sync = false;     // synchronous eager send: waiting for SYNC_ACK
     bool dt_held = false;       // datatype_retain() was called for dt
+    bool comm_held = false;     // comm_retain() was called for comm
     int pending = 0;            // internal operations still outstanding (see engine.cpp)
     MPI_Status status{};
     int64_t bytes_done = 0;     // bytes moved (recv: received so far)
