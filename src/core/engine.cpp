@@ -1174,7 +1174,10 @@ static bool sends_drained(void*) {
             !g->dead[r->world_peer] && (r->internal || r->pending > 0))
             return false;
     }
-    return g->ctrl_q.empty() && g->cts_q.empty();
+    if (!g->ctrl_q.empty() || !g->cts_q.empty()) return false;
+    for (auto& t : g->transports)
+        if (!t->flushed()) return false;
+    return true;
 }
 
 int engine_finalize() {

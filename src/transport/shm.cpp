@@ -327,6 +327,7 @@ public:
     }
 
     bool supports_get() const override { return cma_ok_; }
+    bool flushed() const override { return nqueued_ == 0; }
     Status get(int peer, uint64_t remote_addr, void* local, uint64_t len) override;
     uint64_t max_inline() const override { return max_inline_; }
 

@@ -175,6 +175,13 @@ public:
     Status init(const JobInfo& job, base::Kvs& kvs, const std::vector<int>& peers) override;
     Status connect(base::Kvs& kvs) override;
     void finalize() override;
+    bool flushed() const override {
+        for (const auto& p : peers_)
+            if (p && p->state == Peer::ok && (!p->q.empty() || (p->tx && (p->tx->connecting ||
+                                                                            p->tx->pend_left()))))
+                return false;
+        return true;
+    }
 
     SendResult try_send(int peer, const uint8_t* hdr, const void* payload, uint64_t len) override {
         if (unsigned(peer) >= peers_.size() || !peers_[peer]) return SendResult::failed;

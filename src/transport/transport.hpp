@@ -96,6 +96,11 @@ public:
     // frames/sends completed (0 = nothing happened).
     virtual int progress(RecvSink& sink) = 0;
 
+    // True when every frame handed to try_send/post_send has left this process (nothing buffered
+    // inside the transport). MPI_Finalize waits for this before its closing fence, since a rank
+    // blocked in the fence no longer makes progress.
+    virtual bool flushed() const { return true; }
+
     // Blocking support. wait_fd() becomes readable when progress() may have work (-1: none;
     // then core must poll). Before blocking, core calls prepare_sleep(), polls progress() once
     // more, and only sleeps if that found nothing; after waking it calls finish_sleep().

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# compare-coll.sh: collective latency, wanmpi side by side with Debian's MPICH and Open MPI.
+#
+# Runs bench/coll_bench.c (standard MPI; built here with each MPI's own mpicc) for MPI_Barrier,
+# MPI_Bcast, MPI_Allreduce, MPI_Alltoall and MPI_Allgather at 2 and 4 ranks on this machine,
+# message sizes 8 B .. 1 MiB (alltoall/allgather: bytes per rank), and prints the median latency
+# of each MPI with the ratio wanmpi / (faster of MPICH and Open MPI).
+#
+# Fairness: the three MPIs run in the same invocation, interleaved (the order rotates every
+# repetition), so they see the same machine load. Each run reports per size the median over
+# its samples (coll_bench.c explains the sampling); with -r R repetitions the table shows, per
+# MPI and size, the lowest of the R medians, so one disturbed run does not decide a row.
+#
+# Criterion (issue 3): at 4 ranks, Allreduce, Bcast and Alltoall within 1.5x of the faster of
+# MPICH and Open MPI for every size: those rows say PASS or FAIL; other rows are informational.
+#
+# Usage: bench/compare-coll.sh [-b BUILD_DIR] [-n "2 4"] [-c "barrier bcast ..."] [-r REPS]
+#                              [-t SECONDS_PER_SIZE] [-M MAX_BYTES] [-o OUT_DIR] [--strict]
+#   -b  wanmpi build tree with bin/mpicc and bin/mpirun (default: build next to this script)
+#   --strict  exit 1 if any criterion row FAILs (default: exit 0, the table is the result)
+# Environment: MPICH_UCX_TLS sets UCX_TLS for MPICH (e.g. self,sm,tcp) if its default fails.
+set -u -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build="$here/../build"
+nps="2 4"
+colls="barrier bcast allreduce alltoall allgather"
+reps=3
+secs=0.25
+max=1048576
+out=""
+strict=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -b) build=$2; shift 2 ;;
+    -n) nps=$2; shift 2 ;;
+    -c) colls=$2; shift 2 ;;
+    -r) reps=$2; shift 2 ;;
+    -t) secs=$2; shift 2 ;;
+    -M) max=$2; shift 2 ;;
+    -o) out=$2; shift 2 ;;
+    --strict) strict=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "compare-coll.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "compare-coll.sh: no build tree at $build" >&2; exit 2; }
+[ -n "$out" ] || out=$(mktemp -d /tmp/compare-coll.XXXXXX)
+mkdir -p "$out"
+src="$here/coll_bench.c"
+
+# ---- build the benchmark with each MPI --------------------------------------------------------
+mpis=""
+if [ -x "$build/bin/mpicc" ] && [ -x "$build/bin/mpirun" ]; then
+    if "$build/bin/mpicc" -O2 -o "$out/coll_bench.wanmpi" "$src" 2>"$out/build.wanmpi.log"; then
+        mpis="$mpis wanmpi"
+    else
+        echo "compare-coll.sh: building with wanmpi failed (see $out/build.wanmpi.log)" >&2
+    fi
+else
+    echo "compare-coll.sh: $build/bin/mpicc or mpirun missing (ninja -C $build wanmpi mpirun mpicc)" >&2
+fi
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+    mpicc.mpich -O2 -o "$out/coll_bench.mpich" "$src" 2>"$out/build.mpich.log" && mpis="$mpis mpich"
+fi
+if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
+    mpicc.openmpi -O2 -o "$out/coll_bench.openmpi" "$src" 2>"$out/build.openmpi.log" &&
+        mpis="$mpis openmpi"
+fi
+case " $mpis " in *" wanmpi "*) ;; *) echo "compare-coll.sh: nothing to compare without wanmpi" >&2; exit 2 ;; esac
+
+run() {  # run MPI NP COLL -> coll_bench lines on stdout
+    local mpi=$1 np=$2 coll=$3
+    local args=(-c "$coll" -m 8 -M "$max" -t "$secs" -q)
+    case $mpi in
+    wanmpi) timeout 600 "$build/bin/mpirun" -n "$np" --timeout 580 "$out/coll_bench.wanmpi" "${args[@]}" ;;
+    mpich)
+        if [ -n "${MPICH_UCX_TLS:-}" ]; then export UCX_TLS=$MPICH_UCX_TLS; fi
+        timeout 600 mpiexec.mpich -n "$np" "$out/coll_bench.mpich" "${args[@]}" ;;
+    openmpi)
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            timeout 600 mpirun.openmpi --oversubscribe -n "$np" "$out/coll_bench.openmpi" "${args[@]}" ;;
+    esac
+}
+
+# ---- measure, interleaved -----------------------------------------------------------------------
+results="$out/results.txt"  # mpi np coll bytes median_us
+: >"$results"
+set -- $mpis
+nm=$#
+echo "# compare-coll: MPIs:$mpis; ranks: $nps; repetitions: $reps; $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for rep in $(seq 1 "$reps"); do
+    for np in $nps; do
+        for coll in $colls; do
+            set -- $mpis
+            # rotate the order by repetition
+            shift_by=$(( (rep - 1) % nm ))
+            order="${*:$((shift_by + 1))} ${*:1:$shift_by}"
+            for mpi in $order; do
+                printf '  rep %d: %-8s np=%d %-10s ... ' "$rep" "$mpi" "$np" "$coll" >&2
+                t0=$(date +%s.%N)
+                if run "$mpi" "$np" "$coll" >"$out/run.$mpi.$np.$coll.$rep.txt" 2>&1; then
+                    awk -v m="$mpi" -v n="$np" -v c="$coll" \
+                        '$1 == c && NF >= 5 { print m, n, c, $2, $3 }' \
+                        "$out/run.$mpi.$np.$coll.$rep.txt" >>"$results"
+                    awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "done in %.1fs\n", b - a }' >&2
+                else
+                    echo "FAILED (see $out/run.$mpi.$np.$coll.$rep.txt)" >&2
+                fi
+            done
+        done
+    done
+done
+
+# ---- table --------------------------------------------------------------------------------------
+table="$out/compare-coll.md"
+awk -v mpis="$mpis" -v crit="allreduce bcast alltoall" '
+function fmt(v) { return v == "" ? "n/a" : sprintf("%.2f", v) }
+BEGIN {
+    n = split(mpis, M, " ")
+    split(crit, C, " "); for (i in C) iscrit[C[i]] = 1
+}
+{
+    k = $2 SUBSEP $3 SUBSEP $4
+    key = $1 SUBSEP k
+    if (!(key in best) || $5 < best[key]) best[key] = $5
+    if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
+}
+END {
+    printf "| coll | ranks | bytes |"
+    for (i = 1; i <= n; i++) printf " %s (us) |", M[i]
+    printf " ratio | verdict |\n|---|---|---|"
+    for (i = 1; i <= n; i++) printf "---|"
+    printf "---|---|\n"
+    pass = fail = 0
+    for (j = 1; j <= nk; j++) {
+        split(order[j], f, SUBSEP)
+        w = best["wanmpi" SUBSEP order[j]]
+        other = ""
+        for (i = 1; i <= n; i++)
+            if (M[i] != "wanmpi") {
+                v = best[M[i] SUBSEP order[j]]
+                if (v != "" && (other == "" || v + 0 < other + 0)) other = v
+            }
+        ratio = (w != "" && other != "" && other > 0) ? w / other : ""
+        verdict = "-"
+        if (f[1] == 4 && (f[2] in iscrit)) {
+            if (ratio == "") verdict = "n/a"
+            else if (ratio <= 1.5) { verdict = "PASS"; pass++ }
+            else { verdict = "FAIL"; fail++ }
+        }
+        printf "| %s | %s | %s |", f[2], f[1], f[3]
+        for (i = 1; i <= n; i++) printf " %s |", fmt(best[M[i] SUBSEP order[j]])
+        printf " %s | %s |\n", ratio == "" ? "n/a" : sprintf("%.2f", ratio), verdict
+    }
+    printf "\nCriterion (4 ranks; allreduce, bcast, alltoall; wanmpi <= 1.5x the faster other MPI): %d PASS, %d FAIL\n", pass, fail
+}' < <(sort -k2,2n -k3,3 -k4,4n "$results") | tee "$table"
+echo "(raw runs and this table: $out)" >&2
+if [ "$strict" = 1 ] && grep -q '| FAIL |' "$table"; then exit 1; fi
+exit 0

@@ -1,0 +1,574 @@
+// MPI collective entry points: argument checks (only the arguments the standard says are
+// significant on this rank), MPI_IN_PLACE rules, then the communicator's module chain builds a
+// schedule that runs to completion (blocking) or under a request (nonblocking).
+// Intercommunicators: MPI_ERR_UNSUPPORTED_OPERATION for now (docs/collectives.md).
+#include <cstring>
+#include <utility>
+
+#include "bindings/impl.hpp"
+#include "coll/coll.hpp"
+#include "coll/sched.hpp"
+#include "core/api.hpp"
+#include "core/datatype.hpp"
+#include "core/engine.hpp"
+#include "core/errors.hpp"
+
+namespace wanmpi::coll {
+namespace {
+
+using core::Comm;
+using core::make_error;
+using core::raise;
+
+const char* fname() { return core::t_api_name ? core::t_api_name : "collective"; }
+
+// Looks the communicator up; on failure returns the raised error in *rc.
+Comm* comm_of(MPI_Comm h, int* rc) {
+    Comm* c = core::comm_lookup(h);
+    if (!c) {
+        *rc = raise(nullptr, make_error(MPI_ERR_COMM, "%s: invalid communicator 0x%x", fname(),
+                                        unsigned(h)));
+        return nullptr;
+    }
+    if (c->inter) {
+        *rc = raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
+                                  "%s on intercommunicator %s: collectives on intercommunicators "
+                                  "are not supported yet", fname(), c->name.c_str()));
+        return nullptr;
+    }
+    *rc = MPI_SUCCESS;
+    return c;
+}
+
+int chk_count(int64_t n, const char* what) {
+    if (n < 0)
+        return make_error(MPI_ERR_COUNT, "%s: negative %s %lld", fname(), what, (long long)n);
+    return MPI_SUCCESS;
+}
+int chk_type(MPI_Datatype dt, const char* what) {
+    if (!core::datatype_lookup(dt)) {
+        int code = core::datatype_error(dt);  // says why: null, freed, not committed, ...
+        return make_error(MPI_ERR_TYPE, "%s: %s: %s", fname(), what,
+                          core::error_text(code).c_str());
+    }
+    return MPI_SUCCESS;
+}
+int chk_root(const Comm* c, int root) {
+    if (root < 0 || root >= c->size)
+        return make_error(MPI_ERR_ROOT, "%s: invalid root %d (%s has %d ranks)", fname(), root,
+                          c->name.c_str(), c->size);
+    return MPI_SUCCESS;
+}
+int chk_array(const void* p, const char* what) {
+    if (!p) return make_error(MPI_ERR_ARG, "%s: %s is NULL", fname(), what);
+    return MPI_SUCCESS;
+}
+int chk_counts(const int* c, int n, const char* what) {
+    if (int rc = chk_array(c, what)) return rc;
+    for (int i = 0; i < n; ++i)
+        if (c[i] < 0)
+            return make_error(MPI_ERR_COUNT, "%s: %s[%d] = %d is negative", fname(), what, i, c[i]);
+    return MPI_SUCCESS;
+}
+int no_in_place(const void* buf, const char* what) {
+    if (buf == MPI_IN_PLACE)
+        return make_error(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not allowed as %s", fname(), what);
+    return MPI_SUCCESS;
+}
+int not_aliased(const void* s, const void* r, int64_t bytes) {
+    if (s != MPI_IN_PLACE && s == r && bytes > 0)
+        return make_error(MPI_ERR_BUFFER,
+                          "%s: send and receive buffers are the same (use MPI_IN_PLACE)", fname());
+    return MPI_SUCCESS;
+}
+int chk_op(MPI_Op h, MPI_Datatype dt, const core::Op** out) {
+    const core::Op* op = core::op_lookup(h);
+    if (!op)
+        return make_error(MPI_ERR_OP, "%s: invalid reduction operation 0x%x", fname(),
+                          unsigned(h));
+    *out = op;
+    // A predefined op that is not defined for the type would fail in the middle of the
+    // schedule on some ranks only; find out now with one element of scratch data.
+    if ((uint32_t(h) & 0xffffff00u) == 0x58000000u) {
+        // Builtin types never change meaning: remember the pairs that passed.
+        static std::pair<MPI_Op, MPI_Datatype> ok[8];
+        static unsigned next_ok = 0;
+        for (auto& e : ok)
+            if (e.first == h && e.second == dt) return MPI_SUCCESS;
+        Ty t = ty_of(dt);
+        alignas(64) char a[256] = {}, b[256] = {};
+        if (t.tspan > 0 && t.tspan <= int64_t(sizeof a) && t.lb >= 0 && t.lb < t.tspan) {
+            int rc = core::op_apply(op, a - t.lb, b - t.lb, 1, dt);
+            if (rc != MPI_SUCCESS) return rc;
+            if (t.d->builtin) ok[next_ok++ % 8] = {h, dt};
+        }
+    }
+    return MPI_SUCCESS;
+}
+int chk_req(MPI_Request* r) {
+    if (!r) return make_error(MPI_ERR_ARG, "%s: request pointer is NULL", fname());
+    return MPI_SUCCESS;
+}
+
+int launch(Args& a, MPI_Request* req) {
+    Comm* c = a.comm;
+    a.nonblocking = req != nullptr;
+    if (a.stype != MPI_DATATYPE_NULL) a.st = ty_of(a.stype);
+    if (a.rtype != MPI_DATATYPE_NULL) a.rt = a.rtype == a.stype ? a.st : ty_of(a.rtype);
+    Module* m = modules_of(c);
+    if (!m)
+        return raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
+                                   "%s: no collective module for %s", fname(), c->name.c_str()));
+    Sched* s = sched_new();
+    if (req) {  // the user may free derived types as soon as the call returns
+        if (a.stype != MPI_DATATYPE_NULL) s->retain(a.stype);
+        if (a.rtype != MPI_DATATYPE_NULL) s->retain(a.rtype);
+        for (int i = 0; a.stypes && a.sbuf != MPI_IN_PLACE && i < c->size; ++i)
+            s->retain(a.stypes[i]);
+        for (int i = 0; a.rtypes && i < c->size; ++i) s->retain(a.rtypes[i]);
+    }
+    int rc = build_with(m, a, *s);
+    if (rc != MPI_SUCCESS) {
+        sched_free(s);
+        return raise(c, rc);
+    }
+    rc = req ? start_nonblocking(s, c, req) : run_blocking(s);
+    return rc == MPI_SUCCESS ? rc : raise(c, rc);
+}
+
+#define CHECK(expr)                                                                            \
+    do {                                                                                       \
+        if (int rc_ = (expr); rc_ != MPI_SUCCESS) return raise(c, rc_);                        \
+    } while (0)
+#define COMM(h)                                                                                \
+    int crc_;                                                                                  \
+    Comm* c = comm_of(h, &crc_);                                                               \
+    if (!c) return crc_
+
+// ---- the collectives, nonblocking when req != nullptr -------------------------------------------
+int barrier(MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    Args a;
+    a.kind = Kind::barrier;
+    a.comm = c;
+    return launch(a, req);
+}
+
+int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req,
+          bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    CHECK(chk_count(count, "count"));
+    CHECK(chk_type(dt, "datatype"));
+    CHECK(chk_root(c, root));
+    CHECK(no_in_place(buf, "the buffer"));
+    Args a;
+    a.kind = Kind::bcast;
+    a.comm = c;
+    a.rbuf = buf;
+    a.rcount = count;
+    a.rtype = dt;
+    a.root = root;
+    return launch(a, req);
+}
+
+int gather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
+           int64_t rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
+           MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    CHECK(chk_root(c, root));
+    const bool is_root = c->rank == root;
+    if (!is_root || sbuf != MPI_IN_PLACE) {
+        CHECK(no_in_place(sbuf, "send buffer on a non-root rank"));
+        CHECK(chk_count(scount, "sendcount"));
+        CHECK(chk_type(stype, "sendtype"));
+    }
+    if (is_root) {
+        CHECK(no_in_place(rbuf, "receive buffer"));
+        CHECK(chk_type(rtype, "recvtype"));
+        if (kind == Kind::gatherv) {
+            CHECK(chk_counts(rcounts, c->size, "recvcounts"));
+            CHECK(chk_array(displs, "displs"));
+        } else {
+            CHECK(chk_count(rcount, "recvcount"));
+            CHECK(not_aliased(sbuf, rbuf, rcount));
+        }
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.sbuf = sbuf;
+    a.scount = scount;
+    a.stype = (!is_root || sbuf != MPI_IN_PLACE) ? stype : MPI_DATATYPE_NULL;
+    a.rbuf = rbuf;
+    a.rcount = rcount;
+    a.rtype = is_root ? rtype : MPI_DATATYPE_NULL;
+    a.rcounts = rcounts;
+    a.rdispls = displs;
+    a.root = root;
+    return launch(a, req);
+}
+
+int scatter(Kind kind, const void* sbuf, int64_t scount, const int* scounts, const int* displs,
+            MPI_Datatype stype, void* rbuf, int64_t rcount, MPI_Datatype rtype, int root,
+            MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    CHECK(chk_root(c, root));
+    const bool is_root = c->rank == root;
+    if (is_root) {
+        CHECK(no_in_place(sbuf, "send buffer"));
+        CHECK(chk_type(stype, "sendtype"));
+        if (kind == Kind::scatterv) {
+            CHECK(chk_counts(scounts, c->size, "sendcounts"));
+            CHECK(chk_array(displs, "displs"));
+        } else {
+            CHECK(chk_count(scount, "sendcount"));
+            CHECK(not_aliased(rbuf, sbuf, scount));
+        }
+    }
+    if (!is_root || rbuf != MPI_IN_PLACE) {
+        CHECK(no_in_place(rbuf, "receive buffer on a non-root rank"));
+        CHECK(chk_count(rcount, "recvcount"));
+        CHECK(chk_type(rtype, "recvtype"));
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.sbuf = sbuf;
+    a.scount = scount;
+    a.scounts = scounts;
+    a.sdispls = displs;
+    a.stype = is_root ? stype : MPI_DATATYPE_NULL;
+    a.rbuf = rbuf;
+    a.rcount = rcount;
+    a.rtype = (!is_root || rbuf != MPI_IN_PLACE) ? rtype : MPI_DATATYPE_NULL;
+    a.root = root;
+    return launch(a, req);
+}
+
+int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
+              int64_t rcount, const int* rcounts, const int* displs, MPI_Datatype rtype,
+              MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    if (sbuf != MPI_IN_PLACE) {
+        CHECK(chk_count(scount, "sendcount"));
+        CHECK(chk_type(stype, "sendtype"));
+    }
+    CHECK(no_in_place(rbuf, "receive buffer"));
+    CHECK(chk_type(rtype, "recvtype"));
+    if (kind == Kind::allgatherv) {
+        CHECK(chk_counts(rcounts, c->size, "recvcounts"));
+        CHECK(chk_array(displs, "displs"));
+    } else {
+        CHECK(chk_count(rcount, "recvcount"));
+        CHECK(not_aliased(sbuf, rbuf, rcount));
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.sbuf = sbuf;
+    a.scount = scount;
+    a.stype = sbuf != MPI_IN_PLACE ? stype : MPI_DATATYPE_NULL;
+    a.rbuf = rbuf;
+    a.rcount = rcount;
+    a.rcounts = rcounts;
+    a.rdispls = displs;
+    a.rtype = rtype;
+    return launch(a, req);
+}
+
+int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, const int* sdispls,
+             MPI_Datatype stype, const MPI_Datatype* stypes, void* rbuf, int64_t rcount,
+             const int* rcounts, const int* rdispls, MPI_Datatype rtype,
+             const MPI_Datatype* rtypes, MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    const int n = c->size;
+    CHECK(no_in_place(rbuf, "receive buffer"));
+    const bool in_place = sbuf == MPI_IN_PLACE;
+    switch (kind) {
+    case Kind::alltoall:
+        if (!in_place) {
+            CHECK(chk_count(scount, "sendcount"));
+            CHECK(chk_type(stype, "sendtype"));
+        }
+        CHECK(chk_count(rcount, "recvcount"));
+        CHECK(chk_type(rtype, "recvtype"));
+        CHECK(not_aliased(sbuf, rbuf, rcount));
+        break;
+    case Kind::alltoallv:
+        if (!in_place) {
+            CHECK(chk_counts(scounts, n, "sendcounts"));
+            CHECK(chk_array(sdispls, "sdispls"));
+            CHECK(chk_type(stype, "sendtype"));
+        }
+        CHECK(chk_counts(rcounts, n, "recvcounts"));
+        CHECK(chk_array(rdispls, "rdispls"));
+        CHECK(chk_type(rtype, "recvtype"));
+        break;
+    default:  // alltoallw
+        if (!in_place) {
+            CHECK(chk_counts(scounts, n, "sendcounts"));
+            CHECK(chk_array(sdispls, "sdispls"));
+            CHECK(chk_array(stypes, "sendtypes"));
+            for (int i = 0; i < n; ++i) CHECK(chk_type(stypes[i], "sendtypes[i]"));
+        }
+        CHECK(chk_counts(rcounts, n, "recvcounts"));
+        CHECK(chk_array(rdispls, "rdispls"));
+        CHECK(chk_array(rtypes, "recvtypes"));
+        for (int i = 0; i < n; ++i) CHECK(chk_type(rtypes[i], "recvtypes[i]"));
+        break;
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.sbuf = sbuf;
+    a.scount = scount;
+    a.scounts = scounts;
+    a.sdispls = sdispls;
+    a.stype = (!in_place && kind != Kind::alltoallw) ? stype : MPI_DATATYPE_NULL;
+    a.stypes = stypes;
+    a.rbuf = rbuf;
+    a.rcount = rcount;
+    a.rcounts = rcounts;
+    a.rdispls = rdispls;
+    a.rtype = kind != Kind::alltoallw ? rtype : MPI_DATATYPE_NULL;
+    a.rtypes = rtypes;
+    return launch(a, req);
+}
+
+// reduce, allreduce, scan, exscan, reduce_scatter(_block)
+int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int* rcounts,
+              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req, bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    const int n = c->size;
+    int64_t total = count;
+    if (kind == Kind::reduce_scatter) {
+        CHECK(chk_counts(rcounts, n, "recvcounts"));
+        total = 0;
+        for (int i = 0; i < n; ++i) total += rcounts[i];
+    } else {
+        CHECK(chk_count(count, kind == Kind::reduce_scatter_block ? "recvcount" : "count"));
+        if (kind == Kind::reduce_scatter_block) total = count * n;
+    }
+    CHECK(chk_type(dt, "datatype"));
+    const core::Op* o = nullptr;
+    CHECK(chk_op(op, dt, &o));
+    if (kind == Kind::reduce) {
+        CHECK(chk_root(c, root));
+        if (c->rank == root) {
+            CHECK(no_in_place(rbuf, "receive buffer"));
+            CHECK(not_aliased(sbuf, rbuf, count));
+        } else {
+            CHECK(no_in_place(sbuf, "send buffer on a non-root rank"));
+        }
+    } else {
+        CHECK(no_in_place(rbuf, "receive buffer"));
+        CHECK(not_aliased(sbuf, rbuf, total));
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.sbuf = sbuf;
+    a.rbuf = rbuf;
+    a.rcount = count;
+    a.rcounts = rcounts;
+    a.rtype = dt;
+    a.op = o;
+    a.oph = op;
+    a.root = root;
+    return launch(a, req);
+}
+
+#undef CHECK
+#undef COMM
+}  // namespace
+}  // namespace wanmpi::coll
+
+namespace wanmpi::impl {
+using namespace wanmpi::coll;
+
+int Barrier(MPI_Comm comm) { return barrier(comm, nullptr, false); }
+int Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier(comm, request, true); }
+
+int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    return bcast(buffer, count, datatype, root, comm, nullptr, false);
+}
+int Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+           MPI_Request* request) {
+    return bcast(buffer, count, datatype, root, comm, request, true);
+}
+
+int Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+           MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return gather(Kind::gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
+                  recvtype, root, comm, nullptr, false);
+}
+int Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    return gather(Kind::gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
+                  recvtype, root, comm, request, true);
+}
+int Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+            const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+            MPI_Comm comm) {
+    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                  recvtype, root, comm, nullptr, false);
+}
+int Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+             const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+             MPI_Comm comm, MPI_Request* request) {
+    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
+                  recvtype, root, comm, request, true);
+}
+
+int Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return scatter(Kind::scatter, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
+                   recvcount, recvtype, root, comm, nullptr, false);
+}
+int Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    return scatter(Kind::scatter, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
+                   recvcount, recvtype, root, comm, request, true);
+}
+int Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+             MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+             MPI_Comm comm) {
+    return scatter(Kind::scatterv, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                   recvtype, root, comm, nullptr, false);
+}
+int Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+              MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+              int root, MPI_Comm comm, MPI_Request* request) {
+    return scatter(Kind::scatterv, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
+                   recvtype, root, comm, request, true);
+}
+
+int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return allgather(Kind::allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                     nullptr, recvtype, comm, nullptr, false);
+}
+int Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    return allgather(Kind::allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                     nullptr, recvtype, comm, request, true);
+}
+int Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                     displs, recvtype, comm, nullptr, false);
+}
+int Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                MPI_Request* request) {
+    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                     displs, recvtype, comm, request, true);
+}
+
+int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, nullptr, false);
+}
+int Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request, true);
+}
+int Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+              MPI_Datatype recvtype, MPI_Comm comm) {
+    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts, sdispls, sendtype, nullptr, recvbuf,
+                    0, recvcounts, rdispls, recvtype, nullptr, comm, nullptr, false);
+}
+int Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts, sdispls, sendtype, nullptr, recvbuf,
+                    0, recvcounts, rdispls, recvtype, nullptr, comm, request, true);
+}
+int Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
+                    sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes,
+                    comm, nullptr, false);
+}
+int Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+               const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+               MPI_Request* request) {
+    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
+                    sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes,
+                    comm, request, true);
+}
+
+int Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+           int root, MPI_Comm comm) {
+    return reduction(Kind::reduce, sendbuf, recvbuf, count, nullptr, datatype, op, root, comm,
+                     nullptr, false);
+}
+int Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            int root, MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::reduce, sendbuf, recvbuf, count, nullptr, datatype, op, root, comm,
+                     request, true);
+}
+int Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm) {
+    return reduction(Kind::allreduce, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
+                     nullptr, false);
+}
+int Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::allreduce, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
+                     request, true);
+}
+int Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts, datatype, op, 0, comm,
+                     nullptr, false);
+}
+int Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts, datatype, op, 0, comm,
+                     request, true);
+}
+int Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm) {
+    return reduction(Kind::reduce_scatter_block, sendbuf, recvbuf, recvcount, nullptr, datatype,
+                     op, 0, comm, nullptr, false);
+}
+int Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::reduce_scatter_block, sendbuf, recvbuf, recvcount, nullptr, datatype,
+                     op, 0, comm, request, true);
+}
+int Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+         MPI_Comm comm) {
+    return reduction(Kind::scan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, nullptr,
+                     false);
+}
+int Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+          MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::scan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, request,
+                     true);
+}
+int Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+           MPI_Comm comm) {
+    return reduction(Kind::exscan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
+                     nullptr, false);
+}
+int Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            MPI_Comm comm, MPI_Request* request) {
+    return reduction(Kind::exscan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
+                     request, true);
+}
+
+}  // namespace wanmpi::impl

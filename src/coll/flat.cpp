@@ -1,0 +1,604 @@
+// The "flat" component: single-cluster algorithms for every intracommunicator, and THE table of
+// algorithms (kAlgos) with their restrictions, the automatic choice by message and communicator
+// size, and the tunables that force one (WANMPI_COLL_<COLLECTIVE>=<algorithm>).
+//
+// Every rank must make the same choice, so the choice only depends on values that agree across
+// ranks: the communicator size, the message size as MPI's type-signature rules make it equal
+// everywhere (e.g. the receive block of gather at the root = the send block elsewhere), the
+// op's commutativity, and the tunables (declared "agree").
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/tunables.hpp"
+#include "coll/algos.hpp"
+#include "coll/coll.hpp"
+#include "core/errors.hpp"
+
+namespace wanmpi::coll {
+
+namespace {
+
+// ---- tunables ---------------------------------------------------------------------------------
+#define FORCE(var, NAME, kind)                                                                  \
+    base::Tunable<std::string> var("COLL", NAME, "auto",                                        \
+                                   "Algorithm for " kind ": auto, or one of the names listed "  \
+                                   "for it in docs/collectives.md (not applicable: auto).",     \
+                                   base::Level::tuner, nullptr, true)
+FORCE(t_barrier, "BARRIER", "MPI_Barrier/Ibarrier");
+FORCE(t_bcast, "BCAST", "MPI_Bcast/Ibcast");
+FORCE(t_gather, "GATHER", "MPI_Gather/Igather");
+FORCE(t_gatherv, "GATHERV", "MPI_Gatherv/Igatherv");
+FORCE(t_scatter, "SCATTER", "MPI_Scatter/Iscatter");
+FORCE(t_scatterv, "SCATTERV", "MPI_Scatterv/Iscatterv");
+FORCE(t_allgather, "ALLGATHER", "MPI_Allgather/Iallgather");
+FORCE(t_allgatherv, "ALLGATHERV", "MPI_Allgatherv/Iallgatherv");
+FORCE(t_alltoall, "ALLTOALL", "MPI_Alltoall/Ialltoall");
+FORCE(t_alltoallv, "ALLTOALLV", "MPI_Alltoallv/Ialltoallv");
+FORCE(t_alltoallw, "ALLTOALLW", "MPI_Alltoallw/Ialltoallw");
+FORCE(t_reduce, "REDUCE", "MPI_Reduce/Ireduce");
+FORCE(t_allreduce, "ALLREDUCE", "MPI_Allreduce/Iallreduce");
+FORCE(t_reduce_scatter, "REDUCE_SCATTER", "MPI_Reduce_scatter/Ireduce_scatter");
+FORCE(t_reduce_scatter_block, "REDUCE_SCATTER_BLOCK",
+      "MPI_Reduce_scatter_block/Ireduce_scatter_block");
+FORCE(t_scan, "SCAN", "MPI_Scan/Iscan");
+FORCE(t_exscan, "EXSCAN", "MPI_Exscan/Iexscan");
+#undef FORCE
+
+const base::Tunable<std::string>* const kForce[kKinds] = {
+    &t_barrier, &t_bcast, &t_gather, &t_gatherv, &t_scatter, &t_scatterv, &t_allgather,
+    &t_allgatherv, &t_alltoall, &t_alltoallv, &t_alltoallw, &t_reduce, &t_allreduce,
+    &t_reduce_scatter, &t_reduce_scatter_block, &t_scan, &t_exscan};
+
+base::Tunable<int64_t> t_bcast_short(
+    "COLL", "BCAST_SHORT", 12288,
+    "MPI_Bcast: below this many bytes, or on fewer than BCAST_MIN_PROCS ranks, the binomial "
+    "tree; above, scatter + allgather.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_bcast_long(
+    "COLL", "BCAST_LONG", 524288,
+    "MPI_Bcast: from this many bytes on, scatter + ring allgather (between SHORT and LONG on a "
+    "power-of-two communicator: scatter + recursive-doubling allgather).", base::Level::tuner,
+    nullptr, true);
+base::Tunable<int64_t> t_bcast_min_procs(
+    "COLL", "BCAST_MIN_PROCS", 8,
+    "MPI_Bcast: communicators smaller than this use the binomial tree for every size (or the "
+    "linear one up to BCAST_LINEAR_PROCS ranks).", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_bcast_linear_procs(
+    "COLL", "BCAST_LINEAR_PROCS", 4,
+    "MPI_Bcast: communicators of at most this many ranks use the linear algorithm (the root "
+    "sends to everyone; no rank waits for another to forward).", base::Level::tuner, nullptr,
+    true);
+base::Tunable<int64_t> t_bcast_segment(
+    "COLL", "BCAST_SEGMENT", 65536, "MPI_Bcast pipeline algorithm: bytes per segment.",
+    base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_gather_linear(
+    "COLL", "GATHER_LINEAR", 32768,
+    "MPI_Gather/Scatter: from this many bytes per rank on, the linear algorithm (the root talks "
+    "to every rank directly) instead of the binomial tree.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_allgather_short(
+    "COLL", "ALLGATHER_SHORT", 81920,
+    "MPI_Allgather(v): below this many bytes in total, recursive doubling (power-of-two "
+    "communicators) or Bruck; above, the ring.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_alltoall_short(
+    "COLL", "ALLTOALL_SHORT", 256,
+    "MPI_Alltoall: blocks of at most this many bytes use Bruck's algorithm on communicators of "
+    "at least ALLTOALL_BRUCK_PROCS ranks.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_alltoall_bruck_procs(
+    "COLL", "ALLTOALL_BRUCK_PROCS", 8,
+    "MPI_Alltoall: smallest communicator on which short blocks use Bruck's algorithm.",
+    base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_alltoall_medium(
+    "COLL", "ALLTOALL_MEDIUM", 32768,
+    "MPI_Alltoall: blocks up to this many bytes (or any size on at most ALLTOALL_LINEAR_PROCS "
+    "ranks) post every transfer at once (linear); larger ones exchange with one partner per "
+    "round (pairwise).", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_alltoall_linear_procs(
+    "COLL", "ALLTOALL_LINEAR_PROCS", 8,
+    "MPI_Alltoall: communicators of at most this many ranks use the linear algorithm for every "
+    "block size.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_reduce_short(
+    "COLL", "REDUCE_SHORT", 2048,
+    "MPI_Reduce/Allreduce: up to this many bytes, binomial tree / recursive doubling; above, "
+    "for commutative ops, Rabenseifner's reduce-scatter based algorithms.", base::Level::tuner,
+    nullptr, true);
+base::Tunable<int64_t> t_allreduce_ring(
+    "COLL", "ALLREDUCE_RING", 1 << 30,
+    "MPI_Allreduce: from this many bytes on, commutative ops use the ring algorithm instead of "
+    "Rabenseifner's.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_reduce_scatter_long(
+    "COLL", "REDUCE_SCATTER_LONG", 524288,
+    "MPI_Reduce_scatter(_block): from this many bytes in total on, commutative ops use the "
+    "pairwise algorithm instead of recursive halving.", base::Level::tuner, nullptr, true);
+
+// ---- per call ---------------------------------------------------------------------------------
+struct Ctx {
+    Ty st, rt;              // send and receive (or only) datatype
+    bool commutative = true;
+    int64_t bytes = 0;      // the size the choice depends on (see choose())
+};
+
+using Build = void (*)(Bld& b, const Args& a, const Ctx& x);
+enum : unsigned { R_COMMUTATIVE = 1, R_POF2 = 2 };
+
+struct Algo {
+    Kind kind;
+    const char* name;
+    unsigned restrict_;
+    Build build;
+    const char* doc;
+};
+
+const void* in_of(const Args& a) { return a.sbuf == MPI_IN_PLACE ? a.rbuf : a.sbuf; }
+
+// ---- wrappers: Args -> algorithm -------------------------------------------------------------
+void w_barrier(Bld& b, const Args&, const Ctx&) { barrier_dissemination(b); }
+
+void w_bcast_binomial(Bld& b, const Args& a, const Ctx& x) {
+    bcast_binomial(b, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_bcast_scatter_ring(Bld& b, const Args& a, const Ctx& x) {
+    bcast_scatter_allgather(b, a.rbuf, a.rcount, x.rt, a.root, false);
+}
+void w_bcast_scatter_rdb(Bld& b, const Args& a, const Ctx& x) {
+    bcast_scatter_allgather(b, a.rbuf, a.rcount, x.rt, a.root, true);
+}
+void w_bcast_pipeline(Bld& b, const Args& a, const Ctx& x) {
+    bcast_pipeline(b, a.rbuf, a.rcount, x.rt, a.root, t_bcast_segment.get());
+}
+
+void w_gather_linear(Bld& b, const Args& a, const Ctx& x) {
+    gather_linear(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_gather_binomial(Bld& b, const Args& a, const Ctx& x) {
+    gather_binomial(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_gatherv_linear(Bld& b, const Args& a, const Ctx& x) {
+    gatherv_linear(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcounts, a.rdispls, x.rt, a.root);
+}
+void w_scatter_linear(Bld& b, const Args& a, const Ctx& x) {
+    scatter_linear(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_scatter_binomial(Bld& b, const Args& a, const Ctx& x) {
+    scatter_binomial(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_scatterv_linear(Bld& b, const Args& a, const Ctx& x) {
+    scatterv_linear(b, a.sbuf, a.scounts, a.sdispls, x.st, a.rbuf, a.rcount, x.rt, a.root);
+}
+
+void w_allgather_ring(Bld& b, const Args& a, const Ctx& x) {
+    allgather_ring(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt);
+}
+void w_allgather_rdb(Bld& b, const Args& a, const Ctx& x) {
+    allgather_rdb(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt);
+}
+void w_allgather_bruck(Bld& b, const Args& a, const Ctx& x) {
+    allgather_bruck(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt);
+}
+void w_allgatherv_ring(Bld& b, const Args& a, const Ctx& x) {
+    allgatherv_ring(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcounts, a.rdispls, x.rt);
+}
+void w_allgatherv_rdb(Bld& b, const Args& a, const Ctx& x) {
+    allgatherv_rdb(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcounts, a.rdispls, x.rt);
+}
+
+// Alltoall family: one block per peer; MPI_IN_PLACE sends a packed copy of rbuf.
+void a2a_blocks(Bld& b, const Args& a, const Ctx& x, std::vector<Blk>& S, std::vector<Blk>& R) {
+    const int n = b.n;
+    S.resize(size_t(n));
+    R.resize(size_t(n));
+    const bool w = a.kind == Kind::alltoallw, v = a.kind == Kind::alltoallv;
+    for (int i = 0; i < n; ++i) {
+        if (w)
+            R[size_t(i)] = {static_cast<char*>(a.rbuf) + a.rdispls[i], a.rcounts[i], a.rtypes[i]};
+        else if (v) R[size_t(i)] = {at(a.rbuf, a.rdispls[i], x.rt), a.rcounts[i], a.rtype};
+        else R[size_t(i)] = {at(a.rbuf, i * a.rcount, x.rt), a.rcount, a.rtype};
+    }
+    if (a.sbuf != MPI_IN_PLACE) {
+        for (int i = 0; i < n; ++i) {
+            if (w) S[size_t(i)] = {static_cast<const char*>(a.sbuf) + a.sdispls[i], a.scounts[i],
+                                   a.stypes[i]};
+            else if (v) S[size_t(i)] = {at(a.sbuf, a.sdispls[i], x.st), a.scounts[i], a.stype};
+            else S[size_t(i)] = {at(a.sbuf, i * a.scount, x.st), a.scount, a.stype};
+        }
+        return;
+    }
+    std::vector<int64_t> off(size_t(n) + 1, 0);
+    for (int i = 0; i < n; ++i) {
+        const Blk& r = R[size_t(i)];
+        off[size_t(i) + 1] = off[size_t(i)] + r.count * (w ? ty_of(r.dt).size : x.rt.size);
+    }
+    char* tmp = b.tmp(off[size_t(n)]);
+    for (int i = 0; i < n; ++i) {
+        const Blk& r = R[size_t(i)];
+        int64_t len = off[size_t(i) + 1] - off[size_t(i)];
+        b.copy(r.p, r.count, r.dt, tmp + off[size_t(i)], len, MPI_BYTE);
+        S[size_t(i)] = {tmp + off[size_t(i)], len, MPI_BYTE};
+    }
+}
+void w_a2a_linear(Bld& b, const Args& a, const Ctx& x) {
+    std::vector<Blk> S, R;
+    a2a_blocks(b, a, x, S, R);
+    exchange_linear(b, S.data(), R.data());
+}
+void w_a2a_pairwise(Bld& b, const Args& a, const Ctx& x) {
+    std::vector<Blk> S, R;
+    a2a_blocks(b, a, x, S, R);
+    exchange_pairwise(b, S.data(), R.data());
+}
+void w_a2a_bruck(Bld& b, const Args& a, const Ctx& x) {
+    alltoall_bruck(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt);
+}
+
+void w_reduce_binomial(Bld& b, const Args& a, const Ctx& x) {
+    reduce_binomial(b, in_of(a), a.rbuf, a.rcount, x.rt, a.root, x.commutative);
+}
+void w_reduce_rsg(Bld& b, const Args& a, const Ctx& x) {
+    reduce_rsg(b, in_of(a), a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_allreduce_rdb(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_rdb(b, in_of(a), a.rbuf, a.rcount, x.rt, x.commutative);
+}
+void w_allreduce_rsag(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_rsag(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+void w_allreduce_ring(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_ring(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+void w_allreduce_reduce_bcast(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_reduce_bcast(b, in_of(a), a.rbuf, a.rcount, x.rt, x.commutative);
+}
+
+std::vector<int64_t> rs_counts(const Args& a, int n) {
+    std::vector<int64_t> c(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i)
+        c[size_t(i)] = a.kind == Kind::reduce_scatter ? a.rcounts[i] : a.rcount;
+    return c;
+}
+void w_rs_halving(Bld& b, const Args& a, const Ctx& x) {
+    auto c = rs_counts(a, b.n);
+    reduce_scatter_halving(b, in_of(a), a.rbuf, c.data(), x.rt);
+}
+void w_rs_pairwise(Bld& b, const Args& a, const Ctx& x) {
+    auto c = rs_counts(a, b.n);
+    reduce_scatter_pairwise(b, in_of(a), a.rbuf, c.data(), x.rt);
+}
+void w_rs_reduce_scatterv(Bld& b, const Args& a, const Ctx& x) {
+    auto c = rs_counts(a, b.n);
+    reduce_scatter_reduce_scatterv(b, in_of(a), a.rbuf, c.data(), x.rt, x.commutative);
+}
+
+void w_scan_rdb(Bld& b, const Args& a, const Ctx& x) {
+    scan_rdb(b, in_of(a), a.rbuf, a.rcount, x.rt, x.commutative);
+}
+void w_scan_linear(Bld& b, const Args& a, const Ctx& x) {
+    scan_linear(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+void w_exscan_rdb(Bld& b, const Args& a, const Ctx& x) {
+    exscan_rdb(b, in_of(a), a.rbuf, a.rcount, x.rt, x.commutative);
+}
+void w_exscan_linear(Bld& b, const Args& a, const Ctx& x) {
+    exscan_linear(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+
+void w_barrier_linear(Bld& b, const Args&, const Ctx&) { barrier_linear(b); }
+void w_bcast_linear(Bld& b, const Args& a, const Ctx& x) {
+    bcast_linear(b, a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_allgather_linear(Bld& b, const Args& a, const Ctx& x) {
+    allgather_linear(b, a.sbuf, a.scount, x.st, a.rbuf, a.rcount, x.rt);
+}
+void w_reduce_linear(Bld& b, const Args& a, const Ctx& x) {
+    reduce_linear(b, in_of(a), a.rbuf, a.rcount, x.rt, a.root);
+}
+void w_allreduce_linear(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_linear(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+void w_allreduce_direct(Bld& b, const Args& a, const Ctx& x) {
+    allreduce_direct(b, in_of(a), a.rbuf, a.rcount, x.rt);
+}
+void w_rs_direct(Bld& b, const Args& a, const Ctx& x) {
+    auto c = rs_counts(a, b.n);
+    reduce_scatter_direct(b, in_of(a), a.rbuf, c.data(), x.rt);
+}
+void w_scan_direct(Bld& b, const Args& a, const Ctx& x) {
+    scan_direct(b, in_of(a), a.rbuf, a.rcount, x.rt, false);
+}
+void w_exscan_direct(Bld& b, const Args& a, const Ctx& x) {
+    scan_direct(b, in_of(a), a.rbuf, a.rcount, x.rt, true);
+}
+
+// clang-format off
+// THE table of flat algorithms. Restrictions: R_COMMUTATIVE = commutative ops only; R_POF2 =
+// power-of-two communicator sizes only. docs/collectives.md shows the same table; choose()
+// below says which one runs by default.
+const Algo kAlgos[] = {
+    {Kind::barrier, "dissemination", 0, w_barrier,
+     "ceil(log2 n) rounds; round k: zero-byte message to rank+2^k, from rank-2^k"},
+    {Kind::barrier, "linear", 0, w_barrier_linear,
+     "one round: a zero-byte message to and from every rank"},
+
+    {Kind::bcast, "linear", 0, w_bcast_linear,
+     "the root sends to every rank (one hop; receivers pull large messages in parallel)"},
+    {Kind::bcast, "binomial", 0, w_bcast_binomial,
+     "binomial tree from the root, the whole message on every edge"},
+    {Kind::bcast, "scatter_rdb", R_POF2, w_bcast_scatter_rdb,
+     "binomial scatter of n chunks, then recursive-doubling allgather (van de Geijn)"},
+    {Kind::bcast, "scatter_ring", 0, w_bcast_scatter_ring,
+     "binomial scatter of n chunks, then ring allgather (van de Geijn)"},
+    {Kind::bcast, "pipeline", 0, w_bcast_pipeline,
+     "chain root -> root+1 -> ... in segments of COLL_BCAST_SEGMENT bytes"},
+
+    {Kind::gather, "binomial", 0, w_gather_binomial,
+     "binomial tree; interior ranks forward their subtree's blocks in one message"},
+    {Kind::gather, "linear", 0, w_gather_linear, "every rank sends to the root"},
+    {Kind::gatherv, "linear", 0, w_gatherv_linear, "every rank sends to the root"},
+    {Kind::scatter, "binomial", 0, w_scatter_binomial,
+     "binomial tree; interior ranks receive their subtree's blocks in one message"},
+    {Kind::scatter, "linear", 0, w_scatter_linear, "the root sends to every rank"},
+    {Kind::scatterv, "linear", 0, w_scatterv_linear, "the root sends to every rank"},
+
+    {Kind::allgather, "linear", 0, w_allgather_linear,
+     "one round: every rank sends its block to every rank"},
+    {Kind::allgather, "recursive_doubling", R_POF2, w_allgather_rdb,
+     "log2 n rounds exchanging doubling runs of blocks, in place in the receive buffer"},
+    {Kind::allgather, "bruck", 0, w_allgather_bruck,
+     "Bruck: ceil(log2 n) rounds through a packed buffer, any n"},
+    {Kind::allgather, "ring", 0, w_allgather_ring,
+     "n-1 rounds, block i-k passed to the right neighbour"},
+    {Kind::allgatherv, "recursive_doubling", R_POF2, w_allgatherv_rdb,
+     "recursive doubling over a packed image of all blocks"},
+    {Kind::allgatherv, "ring", 0, w_allgatherv_ring, "n-1 rounds around the ring"},
+
+    {Kind::alltoall, "bruck", 0, w_a2a_bruck,
+     "Bruck: ceil(log2 n) rounds through packed buffers (small blocks, many ranks)"},
+    {Kind::alltoall, "linear", 0, w_a2a_linear,
+     "all n-1 receives and sends posted at once (\"scattered\")"},
+    {Kind::alltoall, "pairwise", 0, w_a2a_pairwise,
+     "n-1 rounds, one partner each (rank XOR k when n is a power of two)"},
+    {Kind::alltoallv, "linear", 0, w_a2a_linear, "all transfers posted at once"},
+    {Kind::alltoallv, "pairwise", 0, w_a2a_pairwise, "n-1 rounds, one partner each"},
+    {Kind::alltoallw, "linear", 0, w_a2a_linear, "all transfers posted at once"},
+    {Kind::alltoallw, "pairwise", 0, w_a2a_pairwise, "n-1 rounds, one partner each"},
+
+    {Kind::reduce, "linear", 0, w_reduce_linear,
+     "every rank sends to the root, which reduces in rank order"},
+    {Kind::reduce, "binomial", 0, w_reduce_binomial,
+     "binomial tree; non-commutative ops: tree rooted at rank 0 in rank order, result sent to "
+     "the root"},
+    {Kind::reduce, "reduce_scatter_gather", R_COMMUTATIVE, w_reduce_rsg,
+     "Rabenseifner: recursive-halving reduce-scatter, blocks sent to the root"},
+
+    {Kind::allreduce, "linear", 0, w_allreduce_linear,
+     "one round: every rank's vector to every rank, then a local reduction in rank order"},
+    {Kind::allreduce, "direct", 0, w_allreduce_direct,
+     "direct reduce-scatter (block p to rank p, reduced in rank order) + direct allgather"},
+    {Kind::allreduce, "recursive_doubling", 0, w_allreduce_rdb,
+     "log2 n exchange rounds (+1 fold round each side for non-powers of two); rank order kept"},
+    {Kind::allreduce, "reduce_scatter_allgather", R_COMMUTATIVE, w_allreduce_rsag,
+     "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather"},
+    {Kind::allreduce, "ring", R_COMMUTATIVE, w_allreduce_ring,
+     "ring reduce-scatter + ring allgather, 2(n-1) rounds of count/n elements"},
+    {Kind::allreduce, "reduce_bcast", 0, w_allreduce_reduce_bcast,
+     "binomial reduce to rank 0, then binomial bcast"},
+
+    {Kind::reduce_scatter, "direct", 0, w_rs_direct,
+     "one round: block p to rank p, reduced there in rank order"},
+    {Kind::reduce_scatter, "recursive_halving", R_COMMUTATIVE, w_rs_halving,
+     "recursive halving (fold for non-powers of two)"},
+    {Kind::reduce_scatter, "pairwise", R_COMMUTATIVE, w_rs_pairwise,
+     "n-1 rounds: send block to rank+k, combine rank-k's contribution"},
+    {Kind::reduce_scatter, "reduce_scatterv", 0, w_rs_reduce_scatterv,
+     "binomial reduce to rank 0 (rank order), then scatterv"},
+    {Kind::reduce_scatter_block, "direct", 0, w_rs_direct,
+     "one round: block p to rank p, reduced there in rank order"},
+    {Kind::reduce_scatter_block, "recursive_halving", R_COMMUTATIVE, w_rs_halving,
+     "recursive halving (fold for non-powers of two)"},
+    {Kind::reduce_scatter_block, "pairwise", R_COMMUTATIVE, w_rs_pairwise,
+     "n-1 rounds: send block to rank+k, combine rank-k's contribution"},
+    {Kind::reduce_scatter_block, "reduce_scatterv", 0, w_rs_reduce_scatterv,
+     "binomial reduce to rank 0 (rank order), then scatter"},
+
+    {Kind::scan, "direct", 0, w_scan_direct,
+     "one round: every rank sends to all higher ranks; local reduction in rank order"},
+    {Kind::scan, "recursive_doubling", 0, w_scan_rdb,
+     "log2 n rounds of partial-result exchange; rank order kept"},
+    {Kind::scan, "linear", 0, w_scan_linear, "chain: prefix from rank-1, result to rank+1"},
+    {Kind::exscan, "direct", 0, w_exscan_direct,
+     "one round: every rank sends to all higher ranks; local reduction in rank order"},
+    {Kind::exscan, "recursive_doubling", 0, w_exscan_rdb,
+     "log2 n rounds of partial-result exchange; rank order kept"},
+    {Kind::exscan, "linear", 0, w_exscan_linear, "chain: prefix from rank-1, result to rank+1"},
+};
+// clang-format on
+
+const Algo* find(Kind k, const char* name) {
+    for (const Algo& al : kAlgos)
+        if (al.kind == k && std::strcmp(al.name, name) == 0) return &al;
+    return nullptr;
+}
+
+// find() for the string literals in choose(), cached by the literal's address: the per-call
+// choice costs a few pointer compares instead of string compares over the table.
+const Algo* pick(Kind k, const char* name) {
+    struct Entry {
+        Kind k;
+        const char* name;
+        const Algo* al;
+    };
+    static Entry cache[64];
+    static int used = 0;
+    for (int i = 0; i < used; ++i)
+        if (cache[i].name == name && cache[i].k == k) return cache[i].al;
+    const Algo* al = find(k, name);
+    if (used < 64) cache[used++] = {k, name, al};
+    return al;
+}
+
+bool applicable(const Algo* al, int n, const Ctx& x) {
+    if ((al->restrict_ & R_COMMUTATIVE) && !x.commutative) return false;
+    if ((al->restrict_ & R_POF2) && !is_pof2(n)) return false;
+    return true;
+}
+
+// The default choice, by size. x.bytes: bcast/reduce/allreduce/scan: the whole message;
+// gather/scatter and alltoall: one rank's block; allgather(v), reduce_scatter(_block): the
+// total over all ranks.
+const Algo* choose(Kind k, int n, const Ctx& x) {
+    const int64_t s = x.bytes;
+    switch (k) {
+    case Kind::barrier: return pick(k, "dissemination");
+    case Kind::bcast:
+        if (n <= t_bcast_linear_procs.get()) return pick(k, "linear");
+        if (s < t_bcast_short.get() || n < t_bcast_min_procs.get()) return pick(k, "binomial");
+        if (s < t_bcast_long.get() && is_pof2(n)) return pick(k, "scatter_rdb");
+        return pick(k, "scatter_ring");
+    case Kind::gather:
+    case Kind::scatter:
+        return pick(k, s < t_gather_linear.get() ? "binomial" : "linear");
+    case Kind::gatherv:
+    case Kind::scatterv: return pick(k, "linear");
+    case Kind::allgather:
+        if (s < t_allgather_short.get())
+            return pick(k, is_pof2(n) ? "recursive_doubling" : "bruck");
+        return pick(k, "ring");
+    case Kind::allgatherv:
+        return pick(k, s < t_allgather_short.get() && is_pof2(n) ? "recursive_doubling" : "ring");
+    case Kind::alltoall:
+        if (s <= t_alltoall_short.get() && n >= t_alltoall_bruck_procs.get())
+            return pick(k, "bruck");
+        if (s <= t_alltoall_medium.get() || n <= t_alltoall_linear_procs.get())
+            return pick(k, "linear");
+        return pick(k, "pairwise");
+    case Kind::alltoallv:
+    case Kind::alltoallw: return pick(k, "linear");
+    case Kind::reduce:
+        if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "binomial");
+        return pick(k, "reduce_scatter_gather");
+    case Kind::allreduce:
+        if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "recursive_doubling");
+        if (s >= t_allreduce_ring.get()) return pick(k, "ring");
+        return pick(k, "reduce_scatter_allgather");
+    case Kind::reduce_scatter:
+    case Kind::reduce_scatter_block:
+        if (!x.commutative) return pick(k, "reduce_scatterv");
+        return pick(k, s < t_reduce_scatter_long.get() ? "recursive_halving" : "pairwise");
+    case Kind::scan:
+    case Kind::exscan: return pick(k, "recursive_doubling");
+    case Kind::count_: break;
+    }
+    return nullptr;
+}
+
+// The forced algorithm of each kind, resolved once (nullptr: auto).
+const Algo* forced(Kind k) {
+    static const Algo* cache[kKinds];
+    static bool resolved[kKinds];
+    int i = int(k);
+    if (!resolved[i]) {
+        resolved[i] = true;
+        const std::string& v = kForce[i]->get();
+        if (!v.empty() && v != "auto") {
+            cache[i] = find(k, v.c_str());
+            if (!cache[i]) {
+                std::string names;
+                for (const Algo& al : kAlgos)
+                    if (al.kind == k) names += std::string(names.empty() ? "" : ", ") + al.name;
+                WANMPI_LOG(warn, "%s=%s: no such %s algorithm (known: auto, %s); using auto",
+                           kForce[i]->info().env.c_str(), v.c_str(), kind_name(k), names.c_str());
+            }
+        }
+    }
+    return cache[i];
+}
+
+// True when the call moves no data on any rank (all ranks agree by MPI's rules).
+bool nothing_to_do(const Args& a, const Ctx& x) {
+    switch (a.kind) {
+    case Kind::bcast:
+    case Kind::reduce:
+    case Kind::allreduce:
+    case Kind::scan:
+    case Kind::exscan:
+    case Kind::reduce_scatter_block:
+    case Kind::alltoall:
+    case Kind::allgather:
+    case Kind::reduce_scatter: return x.bytes == 0;
+    default: return false;
+    }
+}
+
+// Whether the call is small enough for its waits to yield (sched.cpp): the size the choice
+// counts, or for the v/w variants an upper bound from this rank's own arrays.
+bool yield_size_ok(const Args& a, const Ctx& x, int n) {
+    int64_t bytes = x.bytes;
+    if (a.kind == Kind::alltoallv || a.kind == Kind::gatherv || a.kind == Kind::scatterv ||
+        a.kind == Kind::alltoallw)
+        bytes = INT64_MAX;  // sizes differ per rank: never mind, sleep
+    else if (a.kind == Kind::gather || a.kind == Kind::scatter)
+        bytes *= n;
+    return bytes <= yield_max_bytes();
+}
+
+int64_t sum_counts(const int* c, int n) {
+    int64_t s = 0;
+    for (int i = 0; i < n; ++i) s += c[i];
+    return s;
+}
+
+int flat_build(Module*, const Args& a, Sched& s) {
+    core::Comm* c = a.comm;
+    const int n = c->size, r = c->rank;
+    Ctx x;
+    x.st = a.st;
+    x.rt = a.rt;
+    if (a.op) x.commutative = core::op_commutative(a.op);
+    switch (a.kind) {
+    case Kind::bcast:
+    case Kind::reduce:
+    case Kind::allreduce:
+    case Kind::scan:
+    case Kind::exscan: x.bytes = a.rcount * x.rt.size; break;
+    case Kind::gather: x.bytes = r == a.root ? a.rcount * x.rt.size : a.scount * x.st.size; break;
+    case Kind::scatter: x.bytes = r == a.root ? a.scount * x.st.size : a.rcount * x.rt.size; break;
+    case Kind::alltoall: x.bytes = a.rcount * x.rt.size; break;
+    case Kind::allgather: x.bytes = n * a.rcount * x.rt.size; break;
+    case Kind::allgatherv: x.bytes = sum_counts(a.rcounts, n) * x.rt.size; break;
+    case Kind::reduce_scatter: x.bytes = sum_counts(a.rcounts, n) * x.rt.size; break;
+    case Kind::reduce_scatter_block: x.bytes = n * a.rcount * x.rt.size; break;
+    default: break;
+    }
+    // Every call takes one tag, so ranks stay in step whatever they do with it.
+    Bld b(s, c, int(c->coll_seq++ & 0x3fffffff));
+    b.op = a.op;
+    if (nothing_to_do(a, x)) return MPI_SUCCESS;
+    s.allow_yield(yield_size_ok(a, x, n));
+    const Algo* al = forced(a.kind);
+    if (al && !applicable(al, n, x)) {
+        WANMPI_LOG(debug, "coll: %s %s not applicable (%s, %d ranks); automatic choice",
+                   kind_name(a.kind), al->name, x.commutative ? "commutative" : "non-commutative",
+                   n);
+        al = nullptr;
+    }
+    if (!al) al = choose(a.kind, n, x);
+    if (!al) return core::make_error(MPI_ERR_INTERN, "no algorithm for %s", kind_name(a.kind));
+    al->build(b, a, x);
+    return MPI_SUCCESS;
+}
+
+Module* flat_query(core::Comm* comm) {
+    if (comm->inter) return nullptr;
+    auto* m = new Module();
+    m->name = "flat";
+    for (auto& f : m->fn) f = flat_build;
+    m->destroy = [](Module* mm) { delete mm; };
+    return m;
+}
+
+const Component kFlat{"flat", 10, flat_query};
+struct Register {
+    Register() { register_component(&kFlat); }
+} g_register;
+
+}  // namespace
+}  // namespace wanmpi::coll

@@ -1,0 +1,413 @@
+// The schedule engine (see sched.hpp for the model).
+#include "coll/sched.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <sched.h>
+
+#include "base/clock.hpp"
+#include "base/log.hpp"
+#include "base/tunables.hpp"
+#include "core/api.hpp"
+#include "core/errors.hpp"
+
+namespace wanmpi::coll {
+
+using core::Request;
+
+static base::Tunable<int64_t> t_yield_us(
+    "COLL", "YIELD_US", 1000,
+    "A rank waiting in a blocking collective that moves at most COLL_YIELD_MAX_BYTES polls and "
+    "yields the CPU (sched_yield) while messages keep arriving, and sleeps in the kernel after "
+    "this many microseconds without progress. 0: always sleep at once (the point-to-point "
+    "policy on an oversubscribed host).", base::Level::tuner);
+static base::Tunable<int64_t> t_yield_max_bytes(
+    "COLL", "YIELD_MAX_BYTES", 65536,
+    "Largest collective (bytes, as the algorithm choice counts them) whose waits yield instead "
+    "of sleeping; larger ones sleep, leaving the CPU to the ranks that copy the data.",
+    base::Level::tuner);
+static base::Tunable<int64_t> t_yield_slow_us(
+    "COLL", "YIELD_SLOW_US", 200,
+    "When sched_yield() takes this long on average (other programs get whole time slices: "
+    "the host is loaded), waiting collectives sleep instead of yielding for the next 200 ms.",
+    base::Level::developer);
+
+int64_t yield_max_bytes() { return t_yield_max_bytes.get(); }
+
+namespace {
+// How yielding is going: a moving average of the time one sched_yield() call takes. On a host
+// where only our ranks compete, a yield hands the core to a peer that soon yields or sleeps
+// (microseconds); when other programs are runnable, each yield can cost a full time slice, and
+// a sleeping rank (woken with priority by the scheduler) gets the CPU back sooner.
+struct YieldGovernor {
+    double avg_ns = 0;
+    int64_t off_until_ns = 0;
+    bool allowed(int64_t now) const { return now >= off_until_ns; }
+    // Returns false when yielding should stop now.
+    bool record(int64_t took_ns, int64_t now) {
+        avg_ns += (double(took_ns) - avg_ns) * 0.125;
+        if (avg_ns > double(t_yield_slow_us.get()) * 1000) {
+            off_until_ns = now + 200'000'000;
+            avg_ns = 0;
+            return false;
+        }
+        return true;
+    }
+} g_yield;
+}  // namespace
+
+Ty ty_of(MPI_Datatype h) {
+    Ty t;
+    t.h = h;
+    t.d = core::datatype_lookup(h);
+    if (!t.d) return t;
+    t.size = t.d->size;
+    t.extent = t.d->extent;
+    t.contig = t.d->contig;
+    t.lb = t.d->true_lb;
+    t.tspan = t.d->true_ub - t.d->true_lb;
+    return t;
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+char* Sched::tmp(int64_t bytes) {
+    if (bytes < 0) bytes = 0;
+    int64_t rounded = (bytes + 63) & ~int64_t(63);
+    if (small_used_ + rounded <= int64_t(sizeof small_)) {
+        char* p = small_ + small_used_;
+        small_used_ += rounded;
+        return p;
+    }
+    void* p = std::aligned_alloc(64, size_t(rounded ? rounded : 64));
+    if (!p) {
+        oom_ = true;
+        return nullptr;
+    }
+    allocs_.push_back(p);
+    return static_cast<char*>(p);
+}
+
+char* Sched::tmp_typed(const Ty& t, int64_t count) {
+    if (count <= 0) return tmp(0);
+    // Data of `count` elements spans [lo, hi) relative to the buffer address.
+    int64_t first = t.extent >= 0 ? 0 : (count - 1) * t.extent;
+    int64_t last = t.extent >= 0 ? (count - 1) * t.extent : 0;
+    int64_t lo = first + t.lb, hi = last + t.lb + t.tspan;
+    char* p = tmp(hi - lo);
+    return p ? p - lo : nullptr;
+}
+
+void Sched::retain(MPI_Datatype h) {
+    const core::Datatype* d = core::datatype_lookup(h);
+    if (!d || d->builtin) return;
+    core::datatype_retain(d);
+    held_.push_back(d);
+}
+
+void Sched::reset() {
+    for (const core::Datatype* d : held_) core::datatype_release(d);
+    held_.clear();
+    if (comm_held_) core::comm_release(comm_held_);
+    comm_held_ = nullptr;
+    for (void* p : allocs_) std::free(p);
+    allocs_.clear();
+    steps_.clear();
+    ends_.clear();
+    pending_.clear();
+    round_ = 0;
+    small_used_ = 0;
+    oom_ = done_ = blocking_ = listed_ = false;
+    err_ = MPI_SUCCESS;
+    req_ = nullptr;
+    comm_ = nullptr;
+    next_ = prev_ = nullptr;
+}
+
+// ---- running lists ------------------------------------------------------------------------------
+namespace {
+Sched* g_head = nullptr;
+std::vector<Request*> g_orphans;  // requests of failed schedules, released when complete
+std::vector<Sched*> g_pool;
+bool g_in_hook = false;
+bool g_hook_added = false;
+
+void link(Sched* s) {
+    s->prev_ = nullptr;
+    s->next_ = g_head;
+    if (g_head) g_head->prev_ = s;
+    g_head = s;
+    s->listed_ = true;
+}
+void unlink(Sched* s) {
+    if (!s->listed_) return;
+    if (s->prev_) s->prev_->next_ = s->next_;
+    else g_head = s->next_;
+    if (s->next_) s->next_->prev_ = s->prev_;
+    s->next_ = s->prev_ = nullptr;
+    s->listed_ = false;
+}
+
+// A nonblocking schedule finished: the request completes; the schedule goes back to the pool.
+void complete_nonblocking(Sched* s) {
+    Request* r = s->req_;
+    if (r) {
+        // From here the request alone holds the communicator (its error handler is needed by
+        // MPI_Wait); the reference goes when the request is released.
+        r->ext = s->comm_;
+        r->ext_free = [](void* p) { core::comm_release(static_cast<core::Comm*>(p)); };
+        r->status.MPI_ERROR = s->error();
+        r->complete = true;
+        r->active = false;
+        if (r->user_freed) core::request_release(r);
+    }
+    sched_free(s);
+}
+
+int hook() {
+    if (g_in_hook || (!g_head && g_orphans.empty())) return 0;
+    g_in_hook = true;
+    int n = 0;
+    for (Sched* s = g_head; s;) {
+        Sched* nx = s->next_;
+        if (s->advance()) ++n;
+        if (s->done()) {
+            unlink(s);
+            if (!s->blocking_) complete_nonblocking(s);
+            nx = g_head;  // a user op may have changed the list: restart (done ones are gone)
+        }
+        s = nx;
+    }
+    if (!g_orphans.empty()) {
+        size_t k = 0;
+        for (Request* r : g_orphans) {
+            if (r->complete) core::request_release(r);
+            else g_orphans[k++] = r;
+        }
+        g_orphans.resize(k);
+    }
+    g_in_hook = false;
+    return n;
+}
+
+void typed_copy(const Step& st, int* err) {
+    const core::Datatype* sd = core::datatype_lookup(st.dt);
+    const core::Datatype* dd = core::datatype_lookup(st.dt2);
+    if (!sd || !dd) {
+        *err = core::make_error(MPI_ERR_TYPE, "collective: datatype freed while in use");
+        return;
+    }
+    int64_t sbytes = st.count * sd->size, dbytes = st.count2 * dd->size;
+    if (sbytes > dbytes) {
+        *err = core::make_error(MPI_ERR_TRUNCATE,
+                                "collective: %lld bytes of data for a %lld-byte receive buffer",
+                                (long long)sbytes, (long long)dbytes);
+        return;
+    }
+    if (sbytes == 0 || st.src == st.dst) return;
+    if (sd->contig && dd->contig) {
+        std::memmove(st.dst, st.src, size_t(sbytes));
+    } else if (dd->contig) {
+        core::pack(*sd, st.src, st.count, st.dst);
+    } else if (sd->contig) {
+        core::unpack(*dd, st.src, sbytes, st.dst);
+    } else {
+        char* t = static_cast<char*>(std::malloc(size_t(sbytes)));
+        if (!t) {
+            *err = core::make_error(MPI_ERR_NO_MEM, "collective: out of memory (%lld bytes)",
+                                    (long long)sbytes);
+            return;
+        }
+        core::pack(*sd, st.src, st.count, t);
+        core::unpack(*dd, t, sbytes, st.dst);
+        std::free(t);
+    }
+}
+}  // namespace
+
+// ---- the engine ---------------------------------------------------------------------------------
+void Sched::start_round() {
+    size_t begin = round_ == 0 ? 0 : ends_[round_ - 1];
+    size_t end = ends_[round_];
+    ++round_;
+    for (size_t i = begin; i < end && err_ == MPI_SUCCESS; ++i) {
+        const Step& st = steps_[i];
+        switch (st.t) {
+        case Step::T::send:
+        case Step::T::recv: {
+            Request* r = nullptr;
+            int rc = core::coll_post(st.t == Step::T::send ? core::ReqKind::send
+                                                           : core::ReqKind::recv,
+                                     st.t == Step::T::send ? st.src : st.dst, st.count, st.dt,
+                                     st.peer, st.tag, st.comm, &r);
+            if (rc != MPI_SUCCESS) {
+                err_ = rc;
+                break;
+            }
+            if (r->complete) {
+                if (r->status.MPI_ERROR != MPI_SUCCESS) err_ = r->status.MPI_ERROR;
+                core::request_release(r);
+            } else {
+                pending_.push_back(r);
+            }
+            break;
+        }
+        case Step::T::copy:
+            typed_copy(st, &err_);
+            break;
+        case Step::T::reduce: {
+            int rc = core::op_apply(st.op, st.src, st.dst, st.count, st.dt);
+            if (rc != MPI_SUCCESS) err_ = rc;
+            break;
+        }
+        }
+    }
+}
+
+bool Sched::finish_round() {
+    size_t k = 0;
+    for (Request* r : pending_) {
+        if (!r->complete) {
+            pending_[k++] = r;
+            continue;
+        }
+        if (r->status.MPI_ERROR != MPI_SUCCESS && err_ == MPI_SUCCESS) err_ = r->status.MPI_ERROR;
+        core::request_release(r);
+    }
+    bool progressed = k != pending_.size();
+    pending_.resize(k);
+    return progressed;
+}
+
+bool Sched::advance() {
+    if (done_) return false;
+    bool any = false;
+    for (;;) {
+        if (!pending_.empty()) {
+            any |= finish_round();
+            if (!pending_.empty() && err_ == MPI_SUCCESS) return any;
+        }
+        if (err_ != MPI_SUCCESS) {
+            // Stop here. Receives nobody matched yet are cancelled; whatever is in flight is
+            // released by the hook once it completes, so the engine never sees a stale request.
+            for (Request* r : pending_) {
+                if (r->kind == core::ReqKind::recv && !r->matched) core::cancel(r);
+                if (r->complete) core::request_release(r);
+                else g_orphans.push_back(r);
+            }
+            pending_.clear();
+            done_ = true;
+            return true;
+        }
+        if (round_ == ends_.size()) {
+            done_ = true;
+            return true;
+        }
+        start_round();
+        any = true;
+    }
+}
+
+// ---- pool, blocking and nonblocking runs -------------------------------------------------------
+Sched* sched_new() {
+    if (!g_hook_added) {
+        core::add_progress_hook(hook);
+        g_hook_added = true;
+    }
+    if (!g_pool.empty()) {
+        Sched* s = g_pool.back();
+        g_pool.pop_back();
+        return s;
+    }
+    return new Sched();
+}
+
+void sched_free(Sched* s) {
+    unlink(s);
+    s->reset();
+    if (g_pool.size() < 16) g_pool.push_back(s);
+    else delete s;
+}
+
+static bool sched_done(void* p) { return static_cast<Sched*>(p)->done(); }
+
+int run_blocking(Sched* s) {
+    s->blocking_ = true;
+    s->end_round();
+    if (s->oom()) {
+        sched_free(s);
+        return core::make_error(MPI_ERR_NO_MEM, "collective: out of memory for temporary buffers");
+    }
+    s->advance();
+    if (!s->done()) {
+        link(s);
+        const int64_t idle_ns = t_yield_us.get() * 1000;
+        // Not with MPI_THREAD_MULTIPLE: this loop holds the API lock, which only wait_until
+        // drops while it sleeps, and another thread of this process may be what we wait for.
+        int64_t now = base::now_ns();
+        if (idle_ns > 0 && s->yield_ok_ && g_yield.allowed(now) &&
+            !core::g_thread_multiple.load(std::memory_order_relaxed)) {
+            // Yield while the peers keep us busy; a stretch without progress means they are
+            // not running: then sleep until a message arrives.
+            int64_t deadline = now + idle_ns;
+            for (;;) {
+                int n = core::poll();
+                if (s->done()) break;
+                now = base::now_ns();
+                if (n > 0) deadline = now + idle_ns;
+                else if (now >= deadline) break;
+                sched_yield();
+                int64_t after = base::now_ns();
+                if (!g_yield.record(after - now, after)) break;
+            }
+        }
+        if (!s->done()) core::wait_until(sched_done, s);
+    }
+    int err = s->error();
+    sched_free(s);
+    return err;
+}
+
+static void ext_free(void* p) {
+    // The request goes away before its schedule finished: the schedule runs out on its own and
+    // takes over the request's reference to the communicator.
+    auto* s = static_cast<Sched*>(p);
+    s->req_ = nullptr;
+    s->comm_held_ = s->comm_;
+}
+
+int start_nonblocking(Sched* s, core::Comm* comm, MPI_Request* out) {
+    s->end_round();
+    if (s->oom()) {
+        sched_free(s);
+        return core::make_error(MPI_ERR_NO_MEM, "collective: out of memory for temporary buffers");
+    }
+    Request* r = core::request_new(core::ReqKind::ext);
+    if (!r) {
+        sched_free(s);
+        return core::make_error(MPI_ERR_INTERN, "out of request handles");
+    }
+    r->comm = comm;  // also marks the slot live for request_lookup
+    r->peer = MPI_PROC_NULL;
+    r->world_peer = -1;
+    r->active = true;
+    r->complete = false;
+    r->status = MPI_Status{};
+    r->status.MPI_SOURCE = MPI_ANY_SOURCE;
+    r->status.MPI_TAG = MPI_ANY_TAG;
+    r->status.MPI_ERROR = MPI_SUCCESS;
+    r->ext = s;
+    r->ext_free = ext_free;
+    s->req_ = r;
+    s->comm_ = comm;
+    core::comm_retain(comm);  // MPI_Comm_free while pending: the object outlives the request
+    *out = core::request_handle(r);
+    // Start the first rounds now (sends leave at once), then let the hook carry it on.
+    s->advance();
+    if (s->done()) complete_nonblocking(s);
+    else link(s);
+    return MPI_SUCCESS;
+}
+
+}  // namespace wanmpi::coll

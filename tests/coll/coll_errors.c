@@ -1,0 +1,74 @@
+/* coll_errors: collectives reject bad arguments with the right error class through the
+ * communicator's error handler (MPI_ERRORS_RETURN here), and keep working afterwards.
+ * Intercommunicator collectives either work (MPICH, Open MPI) or say
+ * MPI_ERR_UNSUPPORTED_OPERATION (wanmpi for now, docs/collectives.md).
+ * Every rank makes the same bad call, so no rank is left waiting for another.
+ */
+#include "../mp/mptest.h"
+
+static void expect_class(int rc, int cls, const char *what)
+{
+    int got = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &got);
+    MT_CHECK(got == cls, "%s: error class %d, want %d", what, got, cls);
+}
+
+int main(int argc, char **argv)
+{
+    int rc, x = 1, y = 0, buf[8] = {0}, rbuf[64];
+    mt_init(&argc, &argv);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    rc = MPI_Bcast(buf, 1, MPI_INT, mt_size, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_ROOT, "bcast root = size");
+    rc = MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_ROOT, "reduce root = -1");
+    rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_OP, "allreduce MPI_OP_NULL");
+    rc = MPI_Allreduce(&x, &y, 1, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD);
+    {   /* MPICH reports the op as not defined for the (null) type: accept both classes */
+        int cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+        MT_CHECK(cls == MPI_ERR_TYPE || cls == MPI_ERR_OP,
+                 "allreduce MPI_DATATYPE_NULL: error class %d, want %d", cls, MPI_ERR_TYPE);
+    }
+    rc = MPI_Bcast(buf, -1, MPI_INT, 0, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_COUNT, "bcast count -1");
+    rc = MPI_Barrier(MPI_COMM_NULL);
+    expect_class(rc, MPI_ERR_COMM, "barrier MPI_COMM_NULL");
+    rc = MPI_Allgather(&x, -2, MPI_INT, rbuf, 1, MPI_INT, MPI_COMM_WORLD);
+    expect_class(rc, MPI_ERR_COUNT, "allgather sendcount -2");
+    {
+        float f = 1.0f, g = 0.0f;
+        rc = MPI_Allreduce(&f, &g, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD);
+        expect_class(rc, MPI_ERR_OP, "allreduce MPI_BAND on MPI_FLOAT");
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
+    rc = MPI_Ibcast(buf, 1, MPI_INT, -5, MPI_COMM_WORLD, &req);
+    expect_class(rc, MPI_ERR_ROOT, "ibcast root = -5");
+    rc = MPI_Allreduce(MPI_IN_PLACE, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(rc != MPI_SUCCESS, "allreduce with both buffers MPI_IN_PLACE succeeded");
+
+    /* Still usable after the errors. */
+    rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MT_CHECK(rc == MPI_SUCCESS && y == mt_size, "allreduce after errors: rc %d, %d", rc, y);
+
+    if (mt_size >= 2) {
+        MPI_Comm half, inter;
+        int color = mt_rank < mt_size / 2 ? 0 : 1;
+        MPI_Comm_split(MPI_COMM_WORLD, color, mt_rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color == 0 ? mt_size / 2 : 0, 77, &inter);
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        rc = MPI_Barrier(inter);
+        if (rc != MPI_SUCCESS) expect_class(rc, MPI_ERR_UNSUPPORTED_OPERATION, "intercomm barrier");
+        rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, inter);
+        if (rc != MPI_SUCCESS)
+            expect_class(rc, MPI_ERR_UNSUPPORTED_OPERATION, "intercomm allreduce");
+        else
+            MT_CHECK(y == (color == 0 ? mt_size - mt_size / 2 : mt_size / 2),
+                     "intercomm allreduce: %d", y);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    return mt_finalize();
+}
