@@ -80,6 +80,11 @@ base::Tunable<int64_t> t_allgather_short(
     "COLL", "ALLGATHER_SHORT", 81920,
     "MPI_Allgather(v): below this many bytes in total, recursive doubling (power-of-two "
     "communicators) or Bruck; above, the ring.", base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_allgather_linear_procs(
+    "COLL", "ALLGATHER_LINEAR_PROCS", 4,
+    "MPI_Allgather: communicators of at most this many ranks use the linear algorithm (one "
+    "round, every block straight to every rank) for every size.", base::Level::tuner, nullptr,
+    true);
 base::Tunable<int64_t> t_alltoall_short(
     "COLL", "ALLTOALL_SHORT", 256,
     "MPI_Alltoall: blocks of at most this many bytes use Bruck's algorithm on communicators of "
@@ -102,6 +107,14 @@ base::Tunable<int64_t> t_reduce_short(
     "MPI_Reduce/Allreduce: up to this many bytes, binomial tree / recursive doubling; above, "
     "for commutative ops, Rabenseifner's reduce-scatter based algorithms.", base::Level::tuner,
     nullptr, true);
+base::Tunable<int64_t> t_allreduce_linear(
+    "COLL", "ALLREDUCE_LINEAR", 1024,
+    "MPI_Allreduce: up to this many bytes on at most ALLREDUCE_LINEAR_PROCS ranks, the linear "
+    "algorithm (one round: every vector to every rank, reduced locally in rank order).",
+    base::Level::tuner, nullptr, true);
+base::Tunable<int64_t> t_allreduce_linear_procs(
+    "COLL", "ALLREDUCE_LINEAR_PROCS", 4, "MPI_Allreduce: see ALLREDUCE_LINEAR.",
+    base::Level::tuner, nullptr, true);
 base::Tunable<int64_t> t_allreduce_ring(
     "COLL", "ALLREDUCE_RING", 1 << 30,
     "MPI_Allreduce: from this many bytes on, commutative ops use the ring algorithm instead of "
@@ -459,6 +472,7 @@ const Algo* choose(Kind k, int n, const Ctx& x) {
     case Kind::gatherv:
     case Kind::scatterv: return pick(k, "linear");
     case Kind::allgather:
+        if (n <= t_allgather_linear_procs.get()) return pick(k, "linear");
         if (s < t_allgather_short.get())
             return pick(k, is_pof2(n) ? "recursive_doubling" : "bruck");
         return pick(k, "ring");
@@ -476,6 +490,8 @@ const Algo* choose(Kind k, int n, const Ctx& x) {
         if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "binomial");
         return pick(k, "reduce_scatter_gather");
     case Kind::allreduce:
+        if (s <= t_allreduce_linear.get() && n <= t_allreduce_linear_procs.get())
+            return pick(k, "linear");
         if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "recursive_doubling");
         if (s >= t_allreduce_ring.get()) return pick(k, "ring");
         return pick(k, "reduce_scatter_allgather");

@@ -24,14 +24,15 @@ static base::Tunable<int64_t> t_yield_us(
     "this many microseconds without progress. 0: always sleep at once (the point-to-point "
     "policy on an oversubscribed host).", base::Level::tuner);
 static base::Tunable<int64_t> t_yield_max_bytes(
-    "COLL", "YIELD_MAX_BYTES", 65536,
+    "COLL", "YIELD_MAX_BYTES", int64_t(1) << 40,
     "Largest collective (bytes, as the algorithm choice counts them) whose waits yield instead "
     "of sleeping; larger ones sleep, leaving the CPU to the ranks that copy the data.",
     base::Level::tuner);
 static base::Tunable<int64_t> t_yield_slow_us(
     "COLL", "YIELD_SLOW_US", 200,
-    "When sched_yield() takes this long on average (other programs get whole time slices: "
-    "the host is loaded), waiting collectives sleep instead of yielding for the next 200 ms.",
+    "When a sched_yield() after which no message had arrived takes this long on average "
+    "(other programs get whole time slices: the host is loaded), waiting collectives sleep "
+    "instead of yielding for the next 200 ms.",
     base::Level::developer);
 
 int64_t yield_max_bytes() { return t_yield_max_bytes.get(); }
@@ -47,7 +48,7 @@ struct YieldGovernor {
     bool allowed(int64_t now) const { return now >= off_until_ns; }
     // Returns false when yielding should stop now.
     bool record(int64_t took_ns, int64_t now) {
-        avg_ns += (double(took_ns) - avg_ns) * 0.125;
+        avg_ns += (double(took_ns) - avg_ns) * 0.0625;
         if (avg_ns > double(t_yield_slow_us.get()) * 1000) {
             off_until_ns = now + 200'000'000;
             avg_ns = 0;
@@ -351,15 +352,18 @@ int run_blocking(Sched* s) {
             // Yield while the peers keep us busy; a stretch without progress means they are
             // not running: then sleep until a message arrives.
             int64_t deadline = now + idle_ns;
+            int64_t yielded_ns = -1;  // duration of the previous yield, until judged
             for (;;) {
                 int n = core::poll();
                 if (s->done()) break;
                 now = base::now_ns();
+                // A long yield after which messages had arrived was a peer doing our work;
+                // one that brought nothing was time given to someone else.
+                if (yielded_ns >= 0 && !g_yield.record(n > 0 ? 0 : yielded_ns, now)) break;
                 if (n > 0) deadline = now + idle_ns;
                 else if (now >= deadline) break;
                 sched_yield();
-                int64_t after = base::now_ns();
-                if (!g_yield.record(after - now, after)) break;
+                yielded_ns = base::now_ns() - now;
             }
         }
         if (!s->done()) core::wait_until(sched_done, s);
