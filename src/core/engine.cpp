@@ -1,4 +1,5 @@
 #include "core/engine.hpp"
+#include "core/engine_impl.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,10 +24,6 @@
 #include "transport/registry.hpp"
 
 namespace wanmpi::core {
-
-using transport::SendOp;
-using transport::SendResult;
-using transport::Transport;
 
 static base::Tunable<std::string> t_transports(
     "TRANSPORTS", "", "self,shm,tcp",
@@ -55,156 +52,7 @@ static base::Tunable<int64_t> t_spin_us(
     "this host has no more ranks than cores, 0 (block at once) when it is oversubscribed.",
     base::Level::tuner);
 
-// ---- wire header ----------------------------------------------------------------------------
-// 64 bytes, little-endian fields at fixed offsets (ranks of one cluster share a byte order; the
-// IMPI wan transport has its own big-endian format). Encoded field by field, never by struct.
-enum FrameType : uint8_t {
-    F_EAGER = 1, F_RTS, F_CTS, F_DATA, F_FIN, F_SYNC_ACK, F_CANCEL_REQ, F_CANCEL_RESP, F_CREDIT
-};
-enum : uint8_t { FL_SYNC = 1, FL_YES = 2 };
-
-struct Hdr {
-    uint8_t type = 0;
-    uint8_t flags = 0;
-    uint32_t ctx = 0;
-    int32_t src = 0;
-    int32_t tag = 0;
-    uint64_t size = 0;
-    uint64_t sreq = 0;
-    uint64_t rreq = 0;
-    uint64_t addr = 0;    // RTS: sender address for get(); DATA: offset
-    uint64_t credit = 0;  // eager credit returned to the receiver of this frame
-};
-
-template <class T> static inline void put(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
-template <class T> static inline T get(const uint8_t* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "intra-cluster header is little-endian");
-
-static void encode(const Hdr& h, uint8_t* p) {
-    p[0] = h.type;
-    p[1] = h.flags;
-    p[2] = p[3] = 0;
-    put(p + 4, h.ctx);
-    put(p + 8, h.src);
-    put(p + 12, h.tag);
-    put(p + 16, h.size);
-    put(p + 24, h.sreq);
-    put(p + 32, h.rreq);
-    put(p + 40, h.addr);
-    put(p + 48, h.credit);
-    put<uint64_t>(p + 56, 0);
-}
-static Hdr decode(const uint8_t* p) {
-    Hdr h;
-    h.type = p[0];
-    h.flags = p[1];
-    h.ctx = get<uint32_t>(p + 4);
-    h.src = get<int32_t>(p + 8);
-    h.tag = get<int32_t>(p + 12);
-    h.size = get<uint64_t>(p + 16);
-    h.sreq = get<uint64_t>(p + 24);
-    h.rreq = get<uint64_t>(p + 32);
-    h.addr = get<uint64_t>(p + 40);
-    h.credit = get<uint64_t>(p + 48);
-    return h;
-}
-static constexpr int64_t kMsgCost = transport::kHeaderSize;  // credit charged per message
-
-// ---- the engine state -----------------------------------------------------------------------
-struct Ctrl {
-    int peer;
-    uint8_t hdr[transport::kHeaderSize];
-};
-
-class Engine final : public transport::RecvSink {
-public:
-    void* on_header(int peer, const uint8_t* hdr, uint64_t len) override;
-    void on_frame(int peer, const uint8_t* hdr, const void* data, uint64_t len) override;
-    void on_peer_failed(int peer, const std::string& why) override;
-
-    std::unique_ptr<runtime::PmiClient> pmi;
-    int rank = 0, size = 1;
-    int level = MPI_THREAD_SINGLE;
-    std::thread::id main_thread;
-    std::string hostname;
-    std::vector<std::unique_ptr<Transport>> transports;
-    std::vector<Transport*> route;       // per world rank
-    std::vector<int> host_of;            // per world rank
-    std::vector<int64_t> eager_max;      // per world rank
-    std::vector<int64_t> credit;         // bytes I may still send eagerly to each peer
-    std::vector<int64_t> owed;           // credit I owe each peer
-    std::vector<int> owed_list;          // peers with owed > 0
-    std::vector<Inbound> inbound;
-    std::vector<char> dead;
-    std::vector<std::string> dead_why;
-    bool quiescing = false;              // in MPI_Finalize after the last fence: EOFs expected
-    int64_t credit_limit = 0;
-    int64_t spin_ns = 0;
-
-    Request* posted_head = nullptr;
-    Request* posted_tail = nullptr;
-    Unexp* unexp_head = nullptr;
-    Unexp* unexp_tail = nullptr;
-
-    std::vector<Request*> reqs{nullptr};  // index 0 unused: MPI_REQUEST_NULL
-    std::vector<uint32_t> free_reqs;
-    std::vector<Ctrl> ctrl_q;
-    // CTS received: DATA frames to post after progress() returns (transports are not re-entered
-    // from their own callbacks).
-    struct Cts {
-        Request* r;
-        uint32_t gen;
-        uint64_t rreq;
-        int64_t want;
-    };
-    std::vector<Cts> cts_q;
-    std::vector<SendOp*> free_ops;
-    int epfd = -1;
-    int wake_fd = -1;
-
-    // buffered sends
-    char* bsend_buf = nullptr;
-    int64_t bsend_size = 0;
-    std::map<int64_t, int64_t> bsend_used;  // offset -> length
-
-    Request* by_wire(uint64_t id) {
-        uint32_t idx = uint32_t(id), gen = uint32_t(id >> 32);
-        if (idx == 0 || idx >= reqs.size()) return nullptr;
-        Request* r = reqs[idx];
-        return (r && r->gen == gen) ? r : nullptr;
-    }
-    void send_ctrl(int peer, Hdr& h);
-    void flush_ctrl();
-    void return_credit();
-    void fill_credit(int peer, Hdr& h) {
-        h.credit = uint64_t(owed[peer]);
-        owed[peer] = 0;
-    }
-    void owe(int peer, int64_t n) {
-        if (owed[peer] == 0) owed_list.push_back(peer);
-        owed[peer] += n;
-    }
-    void maybe_complete(Request* r);
-    void finish(Request* r);
-    void fail(Request* r, int code);
-    void deliver_eager(Request* r, const void* data, int64_t len, int world_src, bool sync,
-                       uint64_t sreq);
-    void rndv_recv(Request* r, int world_src, uint64_t sreq, uint64_t addr, int64_t size);
-    void send_data(Request* r, uint64_t rreq, int64_t want);
-    Request* match_posted(uint32_t ctx, int src, int tag);
-    void unexp_append(Unexp* u);
-    void unexp_unlink(Unexp* u);
-    void posted_append(Request* r);
-    void posted_unlink(Request* r);
-    int start_send(Request* r);
-    int start_recv(Request* r);
-};
-
-static Engine* g = nullptr;
+Engine* g = nullptr;
 
 // ---- requests -------------------------------------------------------------------------------
 Request* request_new(ReqKind kind) {
@@ -841,81 +689,6 @@ void Engine::on_peer_failed(int peer, const std::string& why) {
         Request* r = reqs[i];
         if (r && r->comm && !r->complete && r->active && r->world_peer == peer)
             fail(r, make_error(MPIX_ERR_PROC_FAILED, "rank %d failed: %s", peer, why.c_str()));
-    }
-}
-
-// ---- progress ---------------------------------------------------------------------------------
-static std::vector<int (*)()>& hooks() {
-    static std::vector<int (*)()> h;
-    return h;
-}
-void add_progress_hook(int (*hook)()) { hooks().push_back(hook); }
-
-int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
-              Comm* comm, Request** out) {
-    Request* r = request_new(kind);
-    if (!r) return make_error(MPI_ERR_INTERN, "out of request handles");
-    int rc = request_setup(r, buf, count, dt, peer, tag, comm, Mode::standard);
-    if (rc == MPI_SUCCESS) {
-        r->ctx = comm->ctx + 1;
-        rc = start(r);
-    }
-    if (rc != MPI_SUCCESS) {
-        request_release(r);
-        return rc;
-    }
-    *out = r;
-    return MPI_SUCCESS;
-}
-
-int poll() {
-    int n = 0;
-    for (auto& t : g->transports) n += t->progress(*g);
-    for (auto h : hooks()) n += h();
-    if (!g->cts_q.empty()) {
-        std::vector<Engine::Cts> q;
-        q.swap(g->cts_q);
-        for (auto& c : q) {
-            if (c.r->gen != c.gen || c.r->complete) continue;  // failed meanwhile
-            g->send_data(c.r, c.rreq, c.want);
-            if (--c.r->pending == 0) g->maybe_complete(c.r);
-        }
-    }
-    g->return_credit();
-    g->flush_ctrl();
-    return n;
-}
-
-void wait_until(bool (*done)(void*), void* ctx) {
-    if (done(ctx)) return;
-    for (;;) {
-        int64_t deadline = base::now_ns() + g->spin_ns;
-        do {
-            for (int i = 0; i < 64; ++i) {
-                poll();
-                if (done(ctx)) return;
-            }
-        } while (base::now_ns() < deadline);
-        // Block in the kernel until a transport has work (see Transport::prepare_sleep).
-        for (auto& t : g->transports) t->prepare_sleep();
-        int n = poll();
-        if (!done(ctx) && n == 0) {
-            epoll_event ev[8];
-            bool multi = g_thread_multiple.load(std::memory_order_relaxed);
-            if (multi) g_api_lock.unlock();
-            // With several threads in MPI another thread may complete our request while we
-            // sleep without waking us, so sleep in short slices then.
-            int rc = epoll_wait(g->epfd, ev, 8, multi ? 1 : 1000);
-            if (multi) g_api_lock.lock();
-            for (int i = 0; i < rc; ++i)
-                if (ev[i].data.fd == g->wake_fd) {
-                    uint64_t v;
-                    ssize_t r = read(g->wake_fd, &v, sizeof v);
-                    (void)r;
-                }
-        }
-        for (auto& t : g->transports) t->finish_sleep();
-        if (done(ctx)) return;
     }
 }
 
