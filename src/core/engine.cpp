@@ -46,6 +46,12 @@ static base::Tunable<int64_t> t_tcp_eager(
 static base::Tunable<int64_t> t_self_eager(
     "SELF", "EAGER_MAX", 65536, "Largest message a rank sends to itself eagerly.",
     base::Level::developer);
+static base::Tunable<std::string> t_fake_clusters(
+    "IMPI", "FAKE_CLUSTERS", "",
+    "Developer aid: cluster index of every world rank of a single-cluster job (e.g. '0,0,1,1'), "
+    "so that the multi-cluster collective algorithms run on one machine. Ignored in real IMPI "
+    "jobs (mpirun -client) and when the list does not have one entry per rank.",
+    base::Level::developer);
 static base::Tunable<int64_t> t_spin_us(
     "PROGRESS", "SPIN_US", -1,
     "Microseconds a waiting rank polls before it blocks in the kernel. -1 = automatic: 50 when "
@@ -934,6 +940,17 @@ int engine_init(int required, int* provided) {
         ev.data.fd = fd;
         epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
+    if (!t_fake_clusters.get().empty()) {
+        std::vector<std::string> items = split(t_fake_clusters.get(), ',');
+        if (int(items.size()) == n) {
+            g->cluster_of.resize(n);
+            for (int r = 0; r < n; ++r) g->cluster_of[r] = std::atoi(items[r].c_str());
+            g->nclusters = 1 + *std::max_element(g->cluster_of.begin(), g->cluster_of.end());
+        } else {
+            WANMPI_LOG(warn, "WANMPI_IMPI_FAKE_CLUSTERS has %zu entries for %d ranks; ignored",
+                       items.size(), n);
+        }
+    }
     comm_world_setup(g->rank, n);
     WANMPI_LOG(debug, "initialized: %d ranks, %d on this host, spin %lld us", n, job.local_ranks,
                (long long)spin);
@@ -984,6 +1001,15 @@ int universe_size() {
     return u > 0 ? u : g->size;
 }
 int appnum() { return g->pmi->appnum(); }
+
+int cluster_count() { return g ? g->nclusters : 1; }
+int cluster_of(int world_rank) {
+    return g && !g->cluster_of.empty() ? g->cluster_of[size_t(world_rank)] : 0;
+}
+int impi_host_of(int world_rank) { return world_rank; }
+int impi_host_count() { return world_size(); }
+int impi_coll_xsize() { return g ? g->coll_xsize : 1024; }
+int impi_coll_maxlinear() { return g ? g->coll_maxlinear : 4; }
 void pmi_abort(int code, const std::string& msg) {
     if (g && g->pmi) g->pmi->abort(code, msg);
 }

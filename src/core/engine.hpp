@@ -136,6 +136,25 @@ bool is_main_thread();
 base::Kvs* kvs();
 int host_of(int world_rank);       // same value = same host (shared memory possible)
 int universe_size();               // from the launcher; world_size() when it does not say
+
+// ---- clusters (IMPI jobs, issue 6) ----------------------------------------------------------
+// A job spans one cluster (IMPI client) unless mpirun -client started it. World ranks are global:
+// client 0's ranks first (IMPI.md §3.6). For a single-cluster job cluster_count() is 1 and every
+// rank is in cluster 0, except when the developer tunable WANMPI_IMPI_FAKE_CLUSTERS (a list of
+// cluster indices, one per world rank, e.g. "0,0,1,1") pretends otherwise: that lets the
+// cluster-aware collectives be exercised in a one-machine, one-cluster job (messages still take
+// the local routes).
+int cluster_count();
+int cluster_of(int world_rank);
+// IMPI host of a world rank: every wanmpi rank is its own IMPI host (GridMPI style), so this is
+// the world rank in an IMPI job, and host_count() == world_size(); MPI_HOST_COLOR/SIZE use it.
+int impi_host_of(int world_rank);
+int impi_host_count();
+// Negotiated IMPI collective parameters (IMPI.md §6.3): IMPI_C_COLL_XSIZE (short/long cut-over
+// in bytes) and IMPI_C_COLL_MAXLINEAR (linear global phase up to this many masters). The IMPI
+// defaults (1024, 4) outside an IMPI job.
+int impi_coll_xsize();
+int impi_coll_maxlinear();
 int appnum();
 void pmi_abort(int code, const std::string& msg);  // tells the launcher; returns
 

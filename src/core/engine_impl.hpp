@@ -111,6 +111,11 @@ public:
     bool quiescing = false;              // in MPI_Finalize after the last fence: EOFs expected
     int64_t credit_limit = 0;
     int64_t spin_ns = 0;
+    // clusters (IMPI): cluster index per world rank (empty: all in cluster 0)
+    int nclusters = 1;
+    std::vector<int> cluster_of;
+    int coll_xsize = 1024;
+    int coll_maxlinear = 4;
 
     Request* posted_head = nullptr;
     Request* posted_tail = nullptr;
