@@ -22,6 +22,8 @@
 #include "core/errors.hpp"
 #include "runtime/pmi_client.hpp"
 #include "transport/registry.hpp"
+#include "core/wan.hpp"
+#include "runtime/impi_startup.hpp"
 
 namespace wanmpi::core {
 
@@ -627,7 +629,7 @@ void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t le
         if (in.kind == Inbound::Kind::data) {
             Request* r = in.req;
             r->bytes_done += int64_t(len);
-            int64_t want = int64_t(uint64_t(r->status.count_lo) |
+            int64_t want = int64_t(uint64_t(uint32_t(r->status.count_lo)) |
                                    (uint64_t(r->status.count_hi_and_cancelled & 0x7fffffff) << 32));
             if (r->bytes_done >= want && !r->complete) {
                 if (r->pack_buf) unpack(*r->dt, r->pack_buf, want, r->buf);
@@ -805,6 +807,22 @@ static std::vector<std::string> split(const std::string& s, char sep) {
 
 extern Comm* comm_world_setup(int rank, int size);
 
+// Progress hook of the cluster's agent (PMI rank 0 of an IMPI job): checks the impi-server
+// connection now and then (and whenever epoll says it is readable: the hook runs on every poll,
+// the clock keeps it cheap).
+static int agent_hook() {
+    static int64_t next = 0;
+    int64_t now = base::now_ns();
+    if (now < next || !g->impi || !g->impi->agent || g->impi->agent->server_fd() < 0) return 0;
+    next = now + 20 * 1000 * 1000;
+    base::Status s = g->impi->agent->poll_server();
+    if (s.ok()) return 0;
+    std::string msg = "IMPI job lost: " + s.message();
+    WANMPI_LOG(error, "%s", msg.c_str());
+    pmi_abort(1, msg);
+    _exit(1);
+}
+
 int engine_init(int required, int* provided) {
     g = new Engine();
     base::Status err;
@@ -824,25 +842,22 @@ int engine_init(int required, int* provided) {
     gethostname(hn, sizeof hn - 1);
     g->hostname = hn;
 
-    // Fence 1: host keys, so every rank can group ranks by host and choose routes.
-    const int n = g->size;
+    // Fence 1: host keys, so every rank can group the ranks of its cluster by host.
+    const int ln = g->size;   // ranks of this cluster (PMI)
+    const int lrank = g->rank;
     std::string my_key = host_key();
-    if (n > 1) {
-        g->pmi->put("wh" + std::to_string(g->rank), my_key);
+    if (ln > 1) {
+        g->pmi->put("wh" + std::to_string(lrank), my_key);
         if (auto s = g->pmi->fence(); !s.ok()) {
             WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
             return MPI_ERR_OTHER;
         }
     }
-    transport::JobInfo job;
-    job.rank = g->rank;
-    job.size = n;
-    job.job_id = g->pmi->kvsname();
-    job.host_of.resize(n);
+    std::vector<int> local_host(ln);
     std::map<std::string, int> hosts;
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0; r < ln; ++r) {
         std::string key = my_key;
-        if (r != g->rank && n > 1) {
+        if (r != lrank) {
             auto v = g->pmi->get("wh" + std::to_string(r));
             if (!v) {
                 WANMPI_LOG(error, "bootstrap: no host key for rank %d", r);
@@ -850,13 +865,56 @@ int engine_init(int required, int* provided) {
             }
             key = *v;
         }
-        auto it = hosts.emplace(key, int(hosts.size())).first;
-        job.host_of[r] = it->second;
+        local_host[r] = hosts.emplace(key, int(hosts.size())).first->second;
     }
-    job.local_ranks = int(std::count(job.host_of.begin(), job.host_of.end(), job.host_of[g->rank]));
+
+    // IMPI (mpirun -client): the cluster joins the other clusters through impi-server; world
+    // ranks become global (client 0's first) and the other clusters' ranks go by `wan`.
+    impi::StartupOptions iopt;
+    bool impi_on = false;
+    if (auto s = impi::startup_options_from_env(&iopt, &impi_on); !s.ok()) {
+        WANMPI_LOG(error, "IMPI set-up: %s", s.message().c_str());
+        return MPI_ERR_OTHER;
+    }
+    int base_rank = 0;  // world rank of this cluster's PMI rank 0
+    int n = ln;
+    if (impi_on) {
+        iopt.values.tag_ub = 0x7fffffff;  // MPI_TAG_UB of the engine
+        g->impi = std::make_unique<impi::Startup>();
+        if (auto s = impi::startup(*g->pmi, iopt, g->impi.get()); !s.ok()) {
+            WANMPI_LOG(error, "IMPI start-up failed: %s", s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+        const impi::Job& ij = g->impi->job;
+        base_rank = ij.clients[size_t(g->impi->client)].first_rank;
+        n = ij.size();
+        g->rank = g->impi->rank;
+        g->size = n;
+        g->cluster_of.resize(n);
+        for (int r = 0; r < n; ++r) g->cluster_of[r] = ij.procs[size_t(r)].client;
+        g->nclusters = ij.nclients();
+        g->coll_xsize = ij.xsize;
+        g->coll_maxlinear = ij.maxlinear;
+        base::log_set_identity("rank " + std::to_string(g->rank));
+    }
+    auto local = [&](int r) { return r >= base_rank && r < base_rank + ln; };
+    // Host ids: unique across clusters (cluster << 20 | index), so MPI_COMM_TYPE_SHARED never
+    // joins ranks of two clusters; a rank of another cluster counts as a host of its own.
+    transport::JobInfo job;
+    job.rank = g->rank;
+    job.size = n;
+    job.job_id = g->pmi->kvsname();
+    job.host_of.resize(n);
+    for (int r = 0; r < n; ++r) {
+        int cl = g->cluster_of.empty() ? 0 : g->cluster_of[r];
+        job.host_of[r] = local(r) ? (cl << 20) | local_host[r - base_rank]
+                                  : (cl << 20) | 0x80000 | (r & 0x7ffff);
+    }
+    job.local_ranks = int(std::count(local_host.begin(), local_host.end(), local_host[lrank]));
     job.cores = int(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 
-    // Routes: self, then shm for the same host, then tcp; WANMPI_TRANSPORTS restricts.
+    // Routes: self, then shm for the same host, then tcp; wan for other clusters.
+    // WANMPI_TRANSPORTS restricts the first three.
     std::vector<std::string> names = split(t_transports.get(), ',');
     auto enabled = [&](const char* nm) {
         return std::find(names.begin(), names.end(), nm) != names.end();
@@ -869,8 +927,14 @@ int engine_init(int required, int* provided) {
         }
     std::map<std::string, std::vector<int>> peers_of;
     std::vector<std::string> route_name(n);
+    std::vector<int> wan_peers;
     for (int r = 0; r < n; ++r) {
         const char* pick = nullptr;
+        if (!local(r)) {
+            route_name[r] = "wan";
+            wan_peers.push_back(r);
+            continue;
+        }
         if (r == g->rank && enabled("self")) pick = "self";
         else if (job.host_of[r] == job.host_of[g->rank] && enabled("shm")) pick = "shm";
         else if (enabled("tcp")) pick = "tcp";
@@ -893,8 +957,14 @@ int engine_init(int required, int* provided) {
         by_name[nm] = t.get();
         g->transports.push_back(std::move(t));
     }
+    if (!wan_peers.empty()) {
+        auto w = make_wan_transport(g->impi->job, g->rank, std::move(g->impi->conns), wan_peers);
+        g->wan = w.get();
+        by_name["wan"] = w.get();
+        g->transports.push_back(std::move(w));
+    }
     // Fence 2: transport addresses.
-    if (n > 1) {
+    if (ln > 1) {
         if (auto s = g->pmi->fence(); !s.ok()) {
             WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
             return MPI_ERR_OTHER;
@@ -918,6 +988,13 @@ int engine_init(int required, int* provided) {
     for (int r = 0; r < n; ++r) {
         Transport* t = by_name[route_name[r]];
         g->route[r] = t;
+        if (route_name[r] == "wan") {
+            // IMPI: short messages eagerly up to the negotiated maxlen, under IMPI's own flow
+            // control (hiwater/ackmark) instead of the engine's eager credit.
+            g->eager_max[r] = int64_t(t->max_frame());
+            g->credit[r] = int64_t(1) << 62;
+            continue;
+        }
         int64_t em = route_name[r] == "self" ? t_self_eager.get()
                      : route_name[r] == "shm" ? t_shm_eager.get()
                                               : t_tcp_eager.get();
@@ -926,6 +1003,11 @@ int engine_init(int required, int* provided) {
     }
     int64_t spin = t_spin_us.get();
     if (spin < 0) spin = job.local_ranks > job.cores ? 0 : 50;
+    if (g->impi && g->impi->agent) {
+        // The cluster's agent watches impi-server: a closed connection before our FINI means
+        // another cluster (or the server) died, and this cluster must go down too.
+        add_progress_hook(agent_hook);
+    }
     g->spin_ns = spin * 1000;
 
     g->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -940,7 +1022,11 @@ int engine_init(int required, int* provided) {
         ev.data.fd = fd;
         epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
-    if (!t_fake_clusters.get().empty()) {
+    if (g->impi && g->impi->agent && g->impi->agent->server_fd() >= 0) {
+        ev.data.fd = g->impi->agent->server_fd();
+        epoll_ctl(g->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+    }
+    if (!impi_on && !t_fake_clusters.get().empty()) {
         std::vector<std::string> items = split(t_fake_clusters.get(), ',');
         if (int(items.size()) == n) {
             g->cluster_of.resize(n);
@@ -974,9 +1060,15 @@ int engine_finalize() {
     // Everything this rank sent must have left before the others may exit (buffered sends and
     // frames still queued in transports), then a fence: after it no rank needs another.
     wait_until(sends_drained, nullptr);
+    if (g->wan) {
+        // IMPI FINI with every rank of the other clusters (IMPI.md §5.4): after it nothing more
+        // comes from them, and the connections close.
+        g->wan->begin_fini();
+        wait_until([](void*) { return g->wan->fini_done(); }, nullptr);
+    }
     for (int i = 0; i < 4; ++i) poll();  // flush credit/acks queued by the last frames
     int rc = MPI_SUCCESS;
-    if (g->size > 1) {
+    if (g->pmi->size() > 1) {
         if (auto s = g->pmi->fence(); !s.ok()) {
             WANMPI_LOG(error, "finalize fence failed: %s", s.message().c_str());
             rc = MPI_ERR_OTHER;
@@ -984,6 +1076,16 @@ int engine_finalize() {
     }
     g->quiescing = true;
     for (auto& t : g->transports) t->finalize();
+    if (g->impi && g->impi->agent) {
+        // Every rank of this cluster is past its IMPI FINIs (the fence above): tell the server.
+        // The Agent (and its socket) lives until the process exits, so the server reads FINI
+        // before it sees the close.
+        if (int fd = g->impi->agent->server_fd(); fd >= 0) epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, nullptr);
+        if (auto s = g->impi->agent->fini(); !s.ok()) {
+            WANMPI_LOG(error, "IMPI: %s", s.message().c_str());
+            rc = MPI_ERR_OTHER;
+        }
+    }
     g->pmi->finalize();
     return rc;
 }
@@ -997,6 +1099,7 @@ bool is_main_thread() { return g && std::this_thread::get_id() == g->main_thread
 base::Kvs* kvs() { return g ? g->pmi.get() : nullptr; }
 int host_of(int world_rank) { return g->host_of[size_t(world_rank)]; }
 int universe_size() {
+    if (g->impi) return g->size;
     int u = g->pmi->universe_size();
     return u > 0 ? u : g->size;
 }

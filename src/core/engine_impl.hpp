@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "core/engine.hpp"
+#include "runtime/impi_startup.hpp"
 #include "runtime/pmi_client.hpp"
 #include "transport/transport.hpp"
 
 namespace wanmpi::core {
+
+class WanTransport;
 
 using transport::SendOp;
 using transport::SendResult;
@@ -116,6 +119,8 @@ public:
     std::vector<int> cluster_of;
     int coll_xsize = 1024;
     int coll_maxlinear = 4;
+    std::unique_ptr<impi::Startup> impi;  // IMPI job: the global job, the agent (PMI rank 0)
+    WanTransport* wan = nullptr;          // route to the other clusters (owned by transports)
 
     Request* posted_head = nullptr;
     Request* posted_tail = nullptr;

@@ -1,0 +1,776 @@
+// The `wan` route: engine frames <-> IMPI packets over the host-to-host connections. The mapping
+// and the flow-control rules are in wan.hpp; the packet layout is IMPI.md §5.2 (impi_wire.hpp).
+//
+// Per peer the state is:
+//   out  - `wire`: packets admitted to the byte stream, written in order (the first may be half
+//          written); `held`: counted packets waiting for the flow-control window, in order.
+//          PROTOACKs skip `held` (they are never throttled) but never overtake bytes already
+//          in `wire`, so the stream stays a sequence of whole packets.
+//   in   - a small state machine: 128 header bytes, then pk_len payload bytes, read through a
+//          staging buffer for small packets and straight into the destination for big ones.
+//   sends  - srqid -> what the engine sent (sync short message or long message): a SYNCACK is
+//            translated by it; drqid -> bytes of a long message the DATASYNC already carried.
+//   recvs  - srqid -> the first fragment of a long message (kept until the engine matches it);
+//            drqid -> offset/wanted bytes of a long message being received.
+// Request ids are the engine's wire ids (generation << 32 | index), unique among active
+// requests, which is what IMPI asks of pk_srqid / pk_drqid.
+#include "core/wan.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/log.hpp"
+#include "core/engine_impl.hpp"
+#include "runtime/impi_wire.hpp"
+
+namespace wanmpi::core {
+
+namespace {
+
+using impi::Packet;
+
+struct Out {
+    uint8_t hdr[impi::kPacketHeader];
+    const char* payload = nullptr;
+    uint64_t len = 0;
+    uint64_t off = 0;             // bytes of hdr + payload already written
+    SendOp* op = nullptr;         // completed once the packet is written
+    std::unique_ptr<char[]> own;  // payload copy (try_send that could not write it all)
+    bool counted = true;          // counts for flow control
+};
+
+// What the engine sent that a SYNCACK / CANCEL reply refers to.
+struct SendState {
+    bool is_long = false;  // DATASYNC of a long (rendezvous) message; else a synchronous short one
+    uint64_t size = 0;
+    uint64_t first = 0;    // bytes the DATASYNC carried
+};
+// A long message being sent after SYNCACK: DATA frames from the engine start at offset 0; the
+// first `first` bytes already went with the DATASYNC.
+struct LongSend {
+    uint64_t first = 0;
+    uint64_t size = 0;
+    uint64_t srqid = 0;
+};
+// A long message being received (after our SYNCACK).
+struct LongRecv {
+    uint64_t off = 0;   // bytes received so far (the next fragment's offset)
+    uint64_t want = 0;  // bytes the receive buffer takes; the rest is discarded
+    uint64_t size = 0;
+};
+
+struct Peer {
+    int rank = -1;
+    int fd = -1;
+    bool alive = false;
+    bool failed_reported = false;
+    bool fini_sent = false, fini_rcvd = false;
+    bool want_out = false;  // EPOLLOUT registered
+    std::string why;
+    impi::Proc proc;
+    std::deque<Out> wire, held;
+    uint64_t sent = 0;  // counted packets not yet acknowledged
+    uint64_t rcvd = 0;  // counted packets received since the last PROTOACK
+    // receive state machine
+    uint8_t hdr[impi::kPacketHeader];
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    Packet pk;
+    uint8_t ehdr[transport::kHeaderSize];  // the engine frame being delivered
+    uint64_t elen = 0;                     // its payload length
+    char* dst = nullptr;                   // where payload bytes [0, elen) go
+    uint64_t got = 0;                      // payload bytes of the packet read so far
+    enum class In : uint8_t { eager, data, first, discard } mode = In::discard;
+    std::vector<char> tmp;
+    std::vector<char> first_buf;
+    std::map<uint64_t, SendState> sends;
+    std::map<uint64_t, LongSend> long_sends;     // by drqid
+    struct First {
+        std::vector<char> data;
+        uint64_t size = 0;  // pk_msglen
+    };
+    std::map<uint64_t, First> firsts;            // by srqid
+    std::map<uint64_t, LongRecv> long_recvs;     // by drqid
+};
+
+// A frame for the engine produced outside progress() (the stored first fragment after CTS), or
+// a SendOp to complete: delivered by the next progress().
+struct Local {
+    int peer;
+    SendOp* op = nullptr;
+    bool ok = true;
+    uint8_t ehdr[transport::kHeaderSize];
+    std::vector<char> data;
+};
+
+class Wan final : public WanTransport {
+public:
+    Wan(const impi::Job& job, int me, std::vector<base::Fd> conns, const std::vector<int>& peers)
+        : job_(job), me_(me) {
+        maxlen_ = job.maxlen;
+        hiwater_ = std::max<uint32_t>(1, job.hiwater);
+        ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
+        my_proc_ = job.procs[size_t(me)].id;
+        peers_.reset(new Peer[size_t(job.size())]);
+        epfd_ = epoll_create1(EPOLL_CLOEXEC);
+        for (int r : peers) {
+            Peer& p = peers_[size_t(r)];
+            p.rank = r;
+            p.fd = conns[size_t(r)].release();
+            p.alive = p.fd >= 0;
+            p.proc = job.procs[size_t(r)].id;
+            if (!p.alive) {
+                p.why = "no IMPI connection to rank " + std::to_string(r);
+                continue;
+            }
+            base::set_nonblock(p.fd, true);
+            base::set_nodelay(p.fd);
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.u32 = uint32_t(r);
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
+            list_.push_back(r);
+        }
+        rbuf_.resize(kStage);
+        // Work queued outside progress() (push_local) must wake a sleeping rank.
+        evfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = UINT32_MAX;
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    }
+    ~Wan() override { close_all(); }
+
+    const char* name() const override { return "wan"; }
+    base::Status init(const transport::JobInfo&, base::Kvs&, const std::vector<int>&) override {
+        return base::Status::OK();
+    }
+    base::Status connect(base::Kvs&) override { return base::Status::OK(); }
+    void finalize() override { close_all(); }
+
+    SendResult try_send(int peer, const uint8_t* hdr, const void* payload,
+                        uint64_t len) override;
+    void post_send(int peer, SendOp* op) override;
+    int progress(transport::RecvSink& sink) override;
+    bool flushed() const override {
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            if (p.alive && (!p.wire.empty() || !p.held.empty())) return false;
+        }
+        return true;
+    }
+    int wait_fd() const override { return epfd_; }
+    void prepare_sleep() override {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            bool want = p.alive && !p.wire.empty();
+            if (want == p.want_out) continue;
+            epoll_event ev{};
+            ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
+            ev.data.u32 = uint32_t(r);
+            epoll_ctl(epfd_, EPOLL_CTL_MOD, p.fd, &ev);
+            p.want_out = want;
+        }
+    }
+    uint64_t max_inline() const override { return 16384; }
+    uint64_t max_frame() const override { return maxlen_; }
+
+    void begin_fini() override {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive || p.fini_sent) continue;
+            Packet pk;
+            pk.type = impi::PK_FINI;
+            pk.src.pid = -1;
+            pk.dest.pid = -1;
+            Out& o = p.held.emplace_back();
+            impi::encode_packet(pk, o.hdr);
+            o.counted = false;
+            p.fini_sent = true;
+            admit(p);
+        }
+    }
+    bool fini_done() const override {
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            if (p.alive && (!p.fini_rcvd || !p.wire.empty() || !p.held.empty())) return false;
+        }
+        return true;
+    }
+
+private:
+    static constexpr size_t kStage = 256 * 1024;
+
+    Packet base_packet(const Peer& p, uint32_t type) const {
+        Packet pk;
+        pk.type = type;
+        pk.src = my_proc_;
+        pk.dest = p.proc;
+        return pk;
+    }
+    // Engine frame -> packet. Returns false if nothing goes on the wire (the frame is dropped or
+    // handled locally). May queue Local events. `payload` is the frame's payload.
+    bool translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o);
+    void admit(Peer& p) {
+        while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
+            if (p.held.front().counted) p.sent++;
+            p.wire.push_back(std::move(p.held.front()));
+            p.held.pop_front();
+        }
+    }
+    bool can_send_now(const Peer& p) const {
+        return p.alive && p.wire.empty() && p.held.empty() && p.sent < hiwater_;
+    }
+    int write_some(Peer& p);
+    int read_some(Peer& p, transport::RecvSink& sink);
+    void on_packet_header(Peer& p, transport::RecvSink& sink);
+    void on_packet_done(Peer& p, transport::RecvSink& sink);
+    void send_protoack(Peer& p) {
+        Packet pk = base_packet(p, impi::PK_PROTOACK);
+        Out o;
+        impi::encode_packet(pk, o.hdr);
+        o.counted = false;
+        p.wire.push_back(std::move(o));
+    }
+    void fail(Peer& p, const std::string& why) {
+        if (!p.alive) return;
+        p.alive = false;
+        p.why = why;
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        ::close(p.fd);
+        p.fd = -1;
+        for (auto* q : {&p.wire, &p.held})
+            for (Out& o : *q)
+                if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
+        p.wire.clear();
+        p.held.clear();
+    }
+    void push_local(Local l) {
+        if (local_.empty() && evfd_ >= 0) {
+            uint64_t one = 1;
+            ssize_t w = ::write(evfd_, &one, sizeof one);
+            (void)w;
+        }
+        local_.push_back(std::move(l));
+    }
+    void close_all() {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (p.fd >= 0) ::close(p.fd);
+            p.fd = -1;
+            p.alive = false;
+        }
+        if (epfd_ >= 0) ::close(epfd_);
+        if (evfd_ >= 0) ::close(evfd_);
+        epfd_ = evfd_ = -1;
+    }
+    std::string peer_name(int r) const {
+        const auto& pe = job_.procs[size_t(r)];
+        const auto& h = job_.hosts[size_t(pe.host)];
+        return "rank " + std::to_string(r) + " (cluster " + std::to_string(pe.client) + ", " +
+               h.addr() + ":" + std::to_string(h.port) + ")";
+    }
+
+    const impi::Job& job_;
+    int me_;
+    uint64_t maxlen_ = 0;
+    uint32_t hiwater_ = 1, ackmark_ = 1;
+    impi::Proc my_proc_;
+    std::unique_ptr<Peer[]> peers_;
+    std::vector<int> list_;
+    std::vector<Local> local_;
+    int epfd_ = -1;
+    int evfd_ = -1;
+    std::vector<char> rbuf_;
+    size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
+};
+
+bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o) {
+    Packet pk;
+    switch (h.type) {
+    case F_EAGER:
+        pk = base_packet(p, (h.flags & FL_SYNC) ? impi::PK_DATASYNC : impi::PK_DATA);
+        pk.len = uint32_t(len);
+        pk.msglen = h.size;
+        pk.srqid = h.sreq;
+        pk.lsrank = h.src;
+        pk.tag = h.tag;
+        pk.cid = h.ctx;
+        if (h.flags & FL_SYNC) p.sends[h.sreq] = SendState{false, h.size, len};
+        o.payload = payload;
+        o.len = len;
+        break;
+    case F_RTS: {
+        uint64_t first = std::min<uint64_t>(h.size, maxlen_);
+        pk = base_packet(p, impi::PK_DATASYNC);
+        pk.len = uint32_t(first);
+        pk.msglen = h.size;
+        pk.srqid = h.sreq;
+        pk.lsrank = h.src;
+        pk.tag = h.tag;
+        pk.cid = h.ctx;
+        p.sends[h.sreq] = SendState{true, h.size, first};
+        // The engine's buffer (user data or its packed copy) stays valid until the send
+        // completes, which cannot happen before this packet is answered.
+        o.payload = reinterpret_cast<const char*>(h.addr);
+        o.len = first;
+        break;
+    }
+    case F_CTS: {
+        pk = base_packet(p, impi::PK_SYNCACK);
+        pk.srqid = h.sreq;
+        pk.drqid = h.rreq;
+        auto it = p.firsts.find(h.sreq);
+        uint64_t first = 0, size = 0;
+        Local l{p.rank, nullptr, true, {}, {}};
+        if (it != p.firsts.end()) {
+            first = it->second.data.size();
+            size = it->second.size;
+            l.data = std::move(it->second.data);
+            p.firsts.erase(it);
+        }
+        // The size of the whole message came with the DATASYNC; the engine tells us how much
+        // it wants (its buffer may be smaller: MPI_ERR_TRUNCATE is its business).
+        uint64_t want = h.size;
+        p.long_recvs[h.rreq] = LongRecv{first, want, size};
+        if (first >= size) p.long_recvs.erase(h.rreq);
+        // The first fragment, as DATA at offset 0 (only what the buffer takes).
+        uint64_t n = std::min(first, want);
+        if (n > 0) {
+            l.data.resize(n);
+            Hdr d;
+            d.type = F_DATA;
+            d.rreq = h.rreq;
+            d.addr = 0;
+            encode(d, l.ehdr);
+            push_local(std::move(l));
+        }
+        break;
+    }
+    case F_DATA: {
+        auto it = p.long_sends.find(h.rreq);
+        if (it == p.long_sends.end()) return false;  // unknown: nothing to send
+        const LongSend ls = it->second;
+        uint64_t off = h.addr;
+        uint64_t skip = ls.first > off ? std::min(ls.first - off, len) : 0;
+        if (off + len >= ls.size) p.long_sends.erase(it);
+        if (skip == len) return false;
+        pk = base_packet(p, impi::PK_DATA);
+        pk.len = uint32_t(len - skip);
+        pk.drqid = h.rreq;
+        pk.srqid = ls.srqid;
+        pk.msglen = ls.size;
+        o.payload = payload + skip;
+        o.len = len - skip;
+        break;
+    }
+    case F_SYNC_ACK:
+        pk = base_packet(p, impi::PK_SYNCACK);
+        pk.srqid = h.sreq;
+        break;
+    case F_CANCEL_REQ:
+        pk = base_packet(p, impi::PK_CANCEL);
+        pk.srqid = h.sreq;
+        break;
+    case F_CANCEL_RESP:
+        pk = base_packet(p, (h.flags & FL_YES) ? impi::PK_CANCELYES : impi::PK_CANCELNO);
+        pk.srqid = h.sreq;
+        if (h.flags & FL_YES) p.firsts.erase(h.sreq);  // the engine dropped it: so do we
+        break;
+    default:  // CREDIT (IMPI flow control replaces it), FIN (no single copy across clusters)
+        return false;
+    }
+    impi::encode_packet(pk, o.hdr);
+    return true;
+}
+
+SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint64_t len) {
+    Peer& p = peers_[size_t(peer)];
+    if (!p.alive) return SendResult::failed;
+    Hdr h = decode(hb);
+    if (h.type == F_CREDIT || h.type == F_FIN) return SendResult::done;
+    if (!can_send_now(p)) return SendResult::would_block;
+    Out o;
+    if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
+    p.sent++;  // every translated frame is a counted packet
+    // Write what the socket takes now; keep a copy of the rest.
+    iovec iov[2] = {{o.hdr, sizeof o.hdr}, {const_cast<char*>(o.payload), size_t(o.len)}};
+    ssize_t n = ::writev(p.fd, iov, o.len ? 2 : 1);
+    uint64_t total = sizeof o.hdr + o.len;
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            fail(p, "sending to " + peer_name(peer) + ": " + std::strerror(errno));
+            return SendResult::failed;
+        }
+        n = 0;
+    }
+    if (uint64_t(n) == total) return SendResult::done;
+    o.off = uint64_t(n);
+    if (o.len) {
+        o.own.reset(new char[o.len]);
+        std::memcpy(o.own.get(), o.payload, o.len);
+        o.payload = o.own.get();
+    }
+    p.wire.push_back(std::move(o));
+    return SendResult::done;
+}
+
+void Wan::post_send(int peer, SendOp* op) {
+    Peer& p = peers_[size_t(peer)];
+    if (!p.alive) {
+        push_local(Local{peer, op, false, {}, {}});
+        return;
+    }
+    Hdr h = decode(op->hdr);
+    Out o;
+    if (!translate(p, h, static_cast<const char*>(op->payload), op->len, o)) {
+        push_local(Local{peer, op, true, {}, {}});
+        return;
+    }
+    o.op = op;
+    p.held.push_back(std::move(o));
+    admit(p);
+}
+
+int Wan::write_some(Peer& p) {
+    int done = 0;
+    while (p.alive && !p.wire.empty()) {
+        iovec iov[32];
+        int n = 0;
+        for (auto it = p.wire.begin(); it != p.wire.end() && n < 31; ++it) {
+            uint64_t off = it->off;
+            if (off < sizeof it->hdr) {
+                iov[n++] = {it->hdr + off, size_t(sizeof it->hdr - off)};
+                off = 0;
+            } else {
+                off -= sizeof it->hdr;
+            }
+            if (it->len > off) iov[n++] = {const_cast<char*>(it->payload) + off,
+                                           size_t(it->len - off)};
+        }
+        ssize_t w = ::writev(p.fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+            fail(p, "sending to " + peer_name(p.rank) + ": " + std::strerror(errno));
+            break;
+        }
+        uint64_t left = uint64_t(w);
+        while (left > 0 || (!p.wire.empty() && p.wire.front().off ==
+                                                   sizeof p.wire.front().hdr + p.wire.front().len)) {
+            Out& o = p.wire.front();
+            uint64_t rest = sizeof o.hdr + o.len - o.off;
+            uint64_t take = std::min(rest, left);
+            o.off += take;
+            left -= take;
+            if (o.off < sizeof o.hdr + o.len) break;
+            if (o.op && o.op->on_complete) o.op->on_complete(o.op, true);
+            p.wire.pop_front();
+            done++;
+        }
+    }
+    return done;
+}
+
+void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
+    std::string err = impi::decode_packet(p.hdr, maxlen_, &p.pk);
+    if (!err.empty()) {
+        fail(p, "malformed IMPI packet from " + peer_name(p.rank) + ": " + err);
+        return;
+    }
+    const Packet& pk = p.pk;
+    p.got = 0;
+    p.dst = nullptr;
+    p.elen = 0;
+    p.mode = Peer::In::discard;
+    bool counted = pk.type != impi::PK_PROTOACK && pk.type != impi::PK_FINI;
+    if (counted && ++p.rcvd >= ackmark_) {
+        p.rcvd -= ackmark_;
+        send_protoack(p);
+    }
+    if (pk.type != impi::PK_DATA && pk.type != impi::PK_DATASYNC) return;
+    if (pk.cid > 0xffffffffu) {
+        WANMPI_LOG(warn, "IMPI packet from %s with context id %llu (not one of ours); dropped",
+                   peer_name(p.rank).c_str(), (unsigned long long)pk.cid);
+        return;
+    }
+    Hdr h;
+    if (pk.type == impi::PK_DATA && pk.drqid != 0) {
+        // A later fragment of a long message: no matching, found by drqid.
+        auto it = p.long_recvs.find(pk.drqid);
+        if (it == p.long_recvs.end()) return;  // receive gone (failed/truncated): discard
+        LongRecv& lr = it->second;
+        uint64_t n = lr.off < lr.want ? std::min<uint64_t>(pk.len, lr.want - lr.off) : 0;
+        h.type = F_DATA;
+        h.rreq = pk.drqid;
+        h.addr = lr.off;
+        lr.off += pk.len;
+        if (lr.off >= lr.size) p.long_recvs.erase(it);
+        if (n == 0) return;
+        encode(h, p.ehdr);
+        p.elen = n;
+        p.mode = Peer::In::data;
+    } else if (pk.len < pk.msglen) {
+        // DATASYNC carrying the first fragment of a long message: keep it, offer the engine an
+        // RTS; its CTS becomes our SYNCACK.
+        if (pk.type != impi::PK_DATASYNC) {
+            fail(p, "IMPI DATA packet from " + peer_name(p.rank) +
+                        " with pk_len < pk_msglen and no drqid");
+            return;
+        }
+        p.mode = Peer::In::first;
+        p.first_buf.resize(pk.len);
+        p.dst = p.first_buf.data();
+        p.elen = pk.len;
+        return;
+    } else {
+        if (pk.len != pk.msglen) {
+            fail(p, "IMPI packet from " + peer_name(p.rank) + " has pk_len " +
+                        std::to_string(pk.len) + " > pk_msglen " + std::to_string(pk.msglen));
+            return;
+        }
+        h.type = F_EAGER;
+        h.flags = pk.type == impi::PK_DATASYNC ? FL_SYNC : 0;
+        h.ctx = uint32_t(pk.cid);
+        h.src = pk.lsrank;
+        h.tag = pk.tag;
+        h.size = pk.msglen;
+        h.sreq = pk.srqid;
+        encode(h, p.ehdr);
+        p.elen = pk.len;
+        p.mode = Peer::In::eager;
+    }
+    void* dst = sink.on_header(p.rank, p.ehdr, p.elen);
+    if (!dst && p.elen > 0) {
+        p.tmp.resize(p.elen);
+        dst = p.tmp.data();
+    }
+    p.dst = static_cast<char*>(dst);
+}
+
+void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
+    const Packet& pk = p.pk;
+    switch (pk.type) {
+    case impi::PK_DATA:
+    case impi::PK_DATASYNC:
+        if (p.mode == Peer::In::eager || p.mode == Peer::In::data) {
+            sink.on_frame(p.rank, p.ehdr, p.dst, p.elen);
+        } else if (p.mode == Peer::In::first) {
+            p.firsts[pk.srqid] = Peer::First{std::move(p.first_buf), pk.msglen};
+            p.first_buf = {};
+            Hdr h;
+            h.type = F_RTS;
+            h.ctx = uint32_t(pk.cid);
+            h.src = pk.lsrank;
+            h.tag = pk.tag;
+            h.size = pk.msglen;
+            h.sreq = pk.srqid;
+            encode(h, p.ehdr);
+            sink.on_header(p.rank, p.ehdr, 0);
+            sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        }
+        break;
+    case impi::PK_PROTOACK:
+        p.sent = p.sent > ackmark_ ? p.sent - ackmark_ : 0;
+        admit(p);
+        break;
+    case impi::PK_SYNCACK: {
+        auto it = p.sends.find(pk.srqid);
+        if (it == p.sends.end()) break;  // cancelled meanwhile, or not ours: ignore
+        SendState s = it->second;
+        p.sends.erase(it);
+        Hdr h;
+        h.sreq = pk.srqid;
+        if (!s.is_long) {
+            h.type = F_SYNC_ACK;
+        } else if (s.first >= s.size) {
+            h.type = F_FIN;  // the DATASYNC carried all of it
+        } else {
+            h.type = F_CTS;
+            h.rreq = pk.drqid;
+            h.size = s.size;
+            p.long_sends[pk.drqid] = LongSend{s.first, s.size, pk.srqid};
+        }
+        encode(h, p.ehdr);
+        sink.on_header(p.rank, p.ehdr, 0);
+        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        break;
+    }
+    case impi::PK_CANCEL: {
+        Hdr h;
+        h.type = F_CANCEL_REQ;
+        h.sreq = pk.srqid;
+        encode(h, p.ehdr);
+        sink.on_header(p.rank, p.ehdr, 0);
+        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        break;
+    }
+    case impi::PK_CANCELYES:
+    case impi::PK_CANCELNO: {
+        if (pk.type == impi::PK_CANCELYES) p.sends.erase(pk.srqid);
+        Hdr h;
+        h.type = F_CANCEL_RESP;
+        h.flags = pk.type == impi::PK_CANCELYES ? FL_YES : 0;
+        h.sreq = pk.srqid;
+        encode(h, p.ehdr);
+        sink.on_header(p.rank, p.ehdr, 0);
+        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        break;
+    }
+    case impi::PK_FINI:
+        p.fini_rcvd = true;
+        break;
+    default:
+        break;
+    }
+    p.in_payload = false;
+    p.hdr_got = 0;
+}
+
+// Reads what the socket has for one peer (bounded, so one busy peer cannot starve the others)
+// and delivers whole packets. Returns the number of packets handled.
+int Wan::read_some(Peer& p, transport::RecvSink& sink) {
+    int handled = 0;
+    rpos_ = rend_ = 0;
+    uint64_t budget = 8u << 20;
+    while (p.alive && budget > 0) {
+        if (rpos_ == rend_) {
+            // Big payload still to come: read it straight into its destination.
+            uint64_t need = p.in_payload ? p.pk.len - p.got : 0;
+            if (p.in_payload && p.dst && p.got < p.elen && p.elen - p.got >= kStage / 2) {
+                ssize_t n = ::recv(p.fd, p.dst + p.got, size_t(std::min(p.elen - p.got, budget)),
+                                   MSG_DONTWAIT);
+                if (n > 0) {
+                    p.got += uint64_t(n);
+                    budget -= std::min<uint64_t>(budget, uint64_t(n));
+                    if (p.got == p.pk.len) {
+                        on_packet_done(p, sink);
+                        handled++;
+                    }
+                    continue;
+                }
+                if (n == 0) goto eof;
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+                goto error;
+            }
+            (void)need;
+            ssize_t n = ::recv(p.fd, rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+            if (n == 0) goto eof;
+            if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+                goto error;
+            }
+            rpos_ = 0;
+            rend_ = size_t(n);
+            budget -= std::min<uint64_t>(budget, uint64_t(n));
+        }
+        while (rpos_ < rend_ && p.alive) {
+            if (!p.in_payload) {
+                size_t take = std::min(rend_ - rpos_, sizeof p.hdr - p.hdr_got);
+                std::memcpy(p.hdr + p.hdr_got, rbuf_.data() + rpos_, take);
+                rpos_ += take;
+                p.hdr_got += take;
+                if (p.hdr_got < sizeof p.hdr) break;
+                on_packet_header(p, sink);
+                if (!p.alive) break;
+                p.in_payload = true;
+                if (!impi::packet_has_payload(p.pk.type) || p.pk.len == 0) {
+                    on_packet_done(p, sink);
+                    handled++;
+                }
+                continue;
+            }
+            uint64_t take = std::min<uint64_t>(rend_ - rpos_, p.pk.len - p.got);
+            if (p.dst && p.got < p.elen) {
+                uint64_t in = std::min(take, p.elen - p.got);
+                std::memcpy(p.dst + p.got, rbuf_.data() + rpos_, in);
+            }
+            rpos_ += take;
+            p.got += take;
+            if (p.got == p.pk.len) {
+                on_packet_done(p, sink);
+                handled++;
+            }
+        }
+        // Unread staged bytes never outlive this call: the loop above consumes all of rbuf_.
+    }
+    return handled;
+eof:
+    if (p.fini_rcvd && !p.in_payload && p.hdr_got == 0) {
+        // Orderly: the peer sent FINI and closed.
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        ::close(p.fd);
+        p.fd = -1;
+        p.alive = false;
+        return handled;
+    }
+    fail(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or "
+            "its cluster died)");
+    return handled;
+error:
+    fail(p, "receiving from " + peer_name(p.rank) + ": " + std::strerror(errno));
+    return handled;
+}
+
+int Wan::progress(transport::RecvSink& sink) {
+    int n = 0;
+    if (!local_.empty()) {
+        uint64_t v;
+        ssize_t rd = ::read(evfd_, &v, sizeof v);
+        (void)rd;
+        std::vector<Local> q;
+        q.swap(local_);
+        for (Local& l : q) {
+            const Peer& lp = peers_[size_t(l.peer)];
+            if (!l.op && lp.alive && (lp.in_payload || lp.hdr_got > 0)) {
+                // The engine keeps one inbound frame per peer: a frame of ours must not land
+                // between the header and the end of a packet being read. Next time.
+                local_.push_back(std::move(l));
+                continue;
+            }
+            if (l.op) {
+                if (l.op->on_complete) l.op->on_complete(l.op, l.ok);
+            } else {
+                void* dst = sink.on_header(l.peer, l.ehdr, l.data.size());
+                if (dst && !l.data.empty()) std::memcpy(dst, l.data.data(), l.data.size());
+                sink.on_frame(l.peer, l.ehdr, dst ? dst : l.data.data(), l.data.size());
+            }
+            n++;
+        }
+    }
+    for (int r : list_) {
+        Peer& p = peers_[size_t(r)];
+        if (!p.alive) {
+            if (!p.failed_reported && !p.why.empty()) {
+                p.failed_reported = true;
+                sink.on_peer_failed(r, p.why);
+            }
+            continue;
+        }
+        n += write_some(p);
+        n += read_some(p, sink);
+        if (p.alive && !p.wire.empty()) n += write_some(p);  // PROTOACKs the reads queued
+        if (!p.alive && !p.failed_reported && !p.why.empty()) {
+            p.failed_reported = true;
+            sink.on_peer_failed(r, p.why);
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
+std::unique_ptr<WanTransport> make_wan_transport(const impi::Job& job, int my_rank,
+                                                 std::vector<base::Fd> conns,
+                                                 const std::vector<int>& peers) {
+    return std::make_unique<Wan>(job, my_rank, std::move(conns), peers);
+}
+
+}  // namespace wanmpi::core

@@ -1,0 +1,58 @@
+// The `wan` route: ranks of other clusters, reached over the IMPI host-to-host connections that
+// the start-up dance made (../shared/IMPI.md §5, docs/design/impi.md "Engine changes").
+//
+// It is a Transport (the engine talks to it with its own 64-byte frames, like shm and tcp) that
+// speaks IMPI packets on the wire: it translates the engine's frames into 128-byte big-endian
+// IMPI packet headers and back. The translation is MPI-aware (tags, context ids, request ids),
+// which is why it lives in core and not in src/transport:
+//
+//   engine frame                         IMPI packet(s)
+//   EAGER ctx src tag size [SYNC sreq]   DATA (DATASYNC if synchronous), srqid = sreq, whole
+//                                        message (engine sends eagerly only up to maxlen)
+//   RTS ctx src tag size sreq addr       DATASYNC with the first maxlen bytes (read from addr in
+//                                        this process), pk_msglen = size: IMPI's long message
+//   CTS sreq rreq size (receiver)        SYNCACK srqid = sreq, drqid = rreq; the first fragment,
+//                                        kept since the DATASYNC arrived, is handed to the engine
+//                                        as DATA at offset 0
+//   DATA rreq off (sender)               DATA drqid = rreq; the bytes the DATASYNC already
+//                                        carried are skipped
+//   SYNC_ACK sreq                        SYNCACK srqid = sreq, drqid = 0
+//   CANCEL_REQ / CANCEL_RESP             CANCEL / CANCELYES / CANCELNO
+//   CREDIT, FIN                          nothing (IMPI has its own flow control; no single copy)
+// and on the receiving side a SYNCACK for a long message becomes CTS (or FIN if the DATASYNC
+// carried everything), for a synchronous short one SYNC_ACK.
+//
+// Flow control per ordered proc pair (every wanmpi rank is its own IMPI host, so per connection):
+// at most `hiwater` counted packets unacknowledged; the receiver returns a PROTOACK per `ackmark`
+// packets as they arrive. Packets beyond the window wait here, in order.
+//
+// Ownership: owns the sockets from impi::Startup::conns for the peers it serves.
+// Threading: like every transport, called under the engine's lock only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/socket.hpp"
+#include "runtime/impi_tables.hpp"
+#include "transport/transport.hpp"
+
+namespace wanmpi::core {
+
+class WanTransport : public transport::Transport {
+public:
+    // IMPI FINI (§5.4): send FINI to every peer once this rank is done (MPI_Finalize, after its
+    // sends drained), then fini_done() is true when every peer's FINI arrived (or the peer is
+    // gone). Connections close after that.
+    virtual void begin_fini() = 0;
+    virtual bool fini_done() const = 0;
+};
+
+// `conns[r]`: the connection to world rank r (every rank is an IMPI host: host rank == world
+// rank); entries for ranks not in `peers` are closed.
+std::unique_ptr<WanTransport> make_wan_transport(const impi::Job& job, int my_rank,
+                                                 std::vector<base::Fd> conns,
+                                                 const std::vector<int>& peers);
+
+}  // namespace wanmpi::core
