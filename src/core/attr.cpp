@@ -66,6 +66,7 @@ bool is_predefined_comm_key(int keyval) {
     switch (keyval) {
     case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
     case MPI_UNIVERSE_SIZE: case MPI_LASTUSEDCODE: case MPI_APPNUM:
+    case MPI_CLIENT_SIZE: case MPI_CLIENT_COLOR: case MPI_HOST_SIZE: case MPI_HOST_COLOR:
         return true;
     default:
         return false;
@@ -227,6 +228,7 @@ int copy_all(AttrKind kind, int from, int to) {
 // through it changes nothing that matters.
 struct Predefined {
     int tag_ub, host, io, wtime_is_global, universe_size, lastusedcode, appnum;
+    int client_size, client_color, host_size, host_color;
 };
 Predefined g_pre;
 
@@ -245,6 +247,19 @@ bool predefined_comm_get(int keyval, void* value_out, int* flag) {
     case MPI_APPNUM:
         g_pre.appnum = appnum();
         if (g_pre.appnum >= 0) p = &g_pre.appnum;
+        break;
+    // IMPI cluster attributes (IMPI.md §6.4): the caller's cluster (IMPI client) and IMPI host,
+    // whatever the communicator, so that MPI_Comm_split(comm, color, ...) builds per-cluster
+    // communicators. A single-cluster job is one client.
+    case MPI_CLIENT_SIZE: g_pre.client_size = cluster_count(); p = &g_pre.client_size; break;
+    case MPI_CLIENT_COLOR:
+        g_pre.client_color = cluster_of(world_rank());
+        p = &g_pre.client_color;
+        break;
+    case MPI_HOST_SIZE: g_pre.host_size = impi_host_count(); p = &g_pre.host_size; break;
+    case MPI_HOST_COLOR:
+        g_pre.host_color = impi_host_of(world_rank());
+        p = &g_pre.host_color;
         break;
     default: return false;
     }

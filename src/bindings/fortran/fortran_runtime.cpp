@@ -208,6 +208,7 @@ MPI_Aint predefined_value(int keyval, void* p) {
     switch (keyval) {
     case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
     case MPI_UNIVERSE_SIZE: case MPI_LASTUSEDCODE: case MPI_APPNUM:
+    case MPI_CLIENT_SIZE: case MPI_CLIENT_COLOR: case MPI_HOST_SIZE: case MPI_HOST_COLOR:
     case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
         return *static_cast<int*>(p);
     case MPI_WIN_SIZE:
