@@ -41,6 +41,16 @@ int Server::run() {
     base::set_nonblock(listen_fd_, true);
     loop_.add(listen_fd_, EPOLLIN, [this](uint32_t) { on_accept(); });
     while (exit_ < 0) loop_.run_once(-1);
+    if (exit_ != 0) {
+        // Best effort, never blocking: tell the surviving agents which client was lost.
+        std::vector<uint8_t> m(kCmdHeader + 4);
+        encode_cmd(CmdHeader{CMD_LOST, int32_t(4 + lost_why_.size())}, m.data());
+        put_be32(&m[kCmdHeader], uint32_t(lost_));
+        m.insert(m.end(), lost_why_.begin(), lost_why_.end());
+        for (auto& [fd, c] : conns_)
+            if (c->state == Conn::member && c->rank != lost_ && c->out.empty())
+                (void)::send(fd, m.data(), m.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
     for (auto& [fd, c] : conns_) {
         loop_.remove(fd);
         ::close(fd);
@@ -118,12 +128,11 @@ void Server::on_readable(Conn* c) {
         if (!c->in.empty() && !parse(c)) return;
         if (exit_ >= 0) return;
         std::string why = n == 0 ? "closed the connection" : "connection error: " + base::errno_text(err);
-        if (c->state == Conn::member && !c->fini) return fail(c->who() + " " + why + " before FINI");
+        if (c->state == Conn::member && !c->fini)
+            return fail(c->who() + " " + why + " before FINI", c->rank);
         if (c->state != Conn::member) return drop(c, why);
         // A client that sent FINI may close: forget it.
-        loop_.remove(c->fd);
-        ::close(c->fd);
-        conns_.erase(c->fd);
+        forget(c);
         return;
     }
     if (!parse(c)) return;
@@ -145,6 +154,7 @@ void Server::on_writable(Conn* c) {
 }
 
 void Server::send(Conn* c, const uint8_t* p, size_t n) {
+    if (!c) return;  // a client that already finished (FINI) and closed
     bool was_empty = c->out.empty();
     c->out.append(reinterpret_cast<const char*>(p), n);
     if (was_empty) {
@@ -156,13 +166,23 @@ void Server::send(Conn* c, const uint8_t* p, size_t n) {
 void Server::drop(Conn* c, const std::string& why) {
     WANMPI_LOG(warn, "%s: %s; dropped", c->who().c_str(), why.c_str());
     if (c->timer) loop_.cancel(c->timer);
+    forget(c);
+}
+
+// Closes and frees a connection; a member's slot in clients_ becomes empty, so no reply is ever
+// sent through a freed connection (found by the fuzzer: a client that sent FINI and closed while
+// other clients' labels were still being answered).
+void Server::forget(Conn* c) {
+    if (c->rank >= 0 && clients_[size_t(c->rank)] == c) clients_[size_t(c->rank)] = nullptr;
     loop_.remove(c->fd);
     ::close(c->fd);
     conns_.erase(c->fd);
 }
 
-void Server::fail(const std::string& why) {
+void Server::fail(const std::string& why, int lost) {
     if (exit_ >= 0) return;
+    lost_ = lost;
+    lost_why_ = why;
     WANMPI_LOG(error, "%s; the job cannot go on: closing every client connection", why.c_str());
     exit_ = 1;
 }
@@ -311,7 +331,7 @@ void Server::check_label(uint32_t label) {
         if (ls.contrib[size_t(i)]) {
             mask |= 1u << i;
             bytes += ls.contrib[size_t(i)]->size();
-        } else if (!clients_[size_t(i)]->done) {
+        } else if (clients_[size_t(i)] && !clients_[size_t(i)]->done) {
             return;
         }
     }
@@ -337,7 +357,7 @@ void Server::check_all() {
     for (auto& [label, ls] : labels_) check_label(label);
     if (done_sent_) return;
     for (Conn* k : clients_)
-        if (!k->done) return;
+        if (k && !k->done) return;
     done_sent_ = true;
     uint8_t m[8];
     encode_cmd(CmdHeader{CMD_DONE, 0}, m);

@@ -50,7 +50,10 @@ private:
     bool parse(Conn* c);  // false: connection was closed
     void send(Conn* c, const uint8_t* p, size_t n);
     void drop(Conn* c, const std::string& why);     // an unjoined connection goes away
-    void fail(const std::string& why);              // the job is over
+    void forget(Conn* c);                           // close and free c (clients_ slot too)
+    // The job is over; `lost` is the client that caused it (-1: none in particular). The other
+    // clients get a LOST notice (impi_wire.hpp) before their connections close.
+    void fail(const std::string& why, int lost = -1);
     void joined(Conn* c, int rank);
     void check_label(uint32_t label);
     void check_all();
@@ -66,6 +69,8 @@ private:
     bool done_sent_ = false;
     int nfini_ = 0;
     int exit_ = -1;
+    int lost_ = -1;
+    std::string lost_why_;
     std::map<uint32_t, LabelState> labels_;
 };
 
