@@ -182,10 +182,13 @@ std::string Mpirun::who(int rank) const {
     const RankRec& r = ranks_[rank];
     const Placement& pl = places_[r.host];
     std::string host = pl.local ? local_host_ : pl.host;
+    // In an IMPI job our ranks are the cluster's; their MPI_COMM_WORLD ranks depend on the other
+    // clusters, so name the cluster too.
+    std::string name = "rank " + std::to_string(rank);
+    if (opt_.impi_client >= 0) name += " of IMPI client " + std::to_string(opt_.impi_client);
     if (r.pid > 0)
-        return "rank " + std::to_string(rank) + " (pid " + std::to_string(r.pid) + " on host " +
-               host + ")";
-    return "rank " + std::to_string(rank) + " (on host " + host + ")";
+        return name + " (pid " + std::to_string(r.pid) + " on host " + host + ")";
+    return name + " (on host " + host + ")";
 }
 
 void Mpirun::fail(const std::string& msg, int code) {
