@@ -133,7 +133,7 @@ static void set_cancelled(MPI_Status& st) {
 int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, int peer, int tag,
                   Comm* comm, Mode mode) {
     const Datatype* dt = datatype_lookup(dth);
-    if (!dt) return make_error(MPI_ERR_TYPE, "invalid datatype handle 0x%x", unsigned(dth));
+    if (!dt) return datatype_error(dth);  // says why: null, freed, uncommitted, MPI_LB/UB
     if (count < 0) return make_error(MPI_ERR_COUNT, "negative count %lld", (long long)count);
     if (r->kind == ReqKind::send) {
         if (peer != MPI_PROC_NULL && (peer < 0 || peer >= comm->remote_size()))
@@ -150,8 +150,6 @@ int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, 
             return make_error(MPI_ERR_TAG, "invalid tag %d (must be 0..MPI_TAG_UB or MPI_ANY_TAG)",
                               tag);
     }
-    if (count > 0 && !buf && dt->size > 0 && dth != MPI_BYTE && false)
-        return make_error(MPI_ERR_BUFFER, "null buffer");
     r->buf = const_cast<void*>(buf);
     r->count = count;
     r->dt = dt;
