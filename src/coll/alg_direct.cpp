@@ -16,14 +16,14 @@ namespace wanmpi::coll {
 
 namespace {
 // out = src[0] (op) src[1] (op) ... (op) src[k-1]. `out` may alias src[k-1] only.
-void ordered_reduce(Bld& b, const std::vector<const void*>& src, void* out, int64_t count,
+void ordered_reduce(Bld& b, const SmallVec<const void*>& src, void* out, int64_t count,
                     const Ty& t) {
     const size_t k = src.size();
     if (src[k - 1] != out) b.copy(src[k - 1], count, t.h, out, count, t.h);
     for (size_t r = k - 1; r-- > 0;) b.reduce(src[r], out, count, t.h);
 }
 
-void split(int64_t count, int k, std::vector<int64_t>& cnt, std::vector<int64_t>& disp) {
+void split(int64_t count, int k, SmallVec<int64_t>& cnt, SmallVec<int64_t>& disp) {
     cnt.assign(size_t(k), count / k);
     for (int i = 0; i < count % k; ++i) cnt[size_t(i)]++;
     disp.assign(size_t(k) + 1, 0);
@@ -70,7 +70,7 @@ void reduce_linear(Bld& b, const void* in, void* out, int64_t count, const Ty& t
         b.next();
         return;
     }
-    std::vector<const void*> src(static_cast<size_t>(n));
+    SmallVec<const void*> src(static_cast<size_t>(n));
     for (int p = 0; p < n; ++p) {
         if (p == r) continue;
         void* buf = b.tmp_typed(t, count);
@@ -90,7 +90,7 @@ void reduce_linear(Bld& b, const void* in, void* out, int64_t count, const Ty& t
 
 void allreduce_linear(Bld& b, const void* in, void* out, int64_t count, const Ty& t) {
     const int n = b.n, r = b.rank;
-    std::vector<const void*> src(static_cast<size_t>(n));
+    SmallVec<const void*> src(static_cast<size_t>(n));
     for (int i = 1; i < n; ++i) {
         int p = (r - i + n) % n;
         void* buf = b.tmp_typed(t, count);
@@ -111,12 +111,12 @@ void allreduce_linear(Bld& b, const void* in, void* out, int64_t count, const Ty
 
 void allreduce_direct(Bld& b, const void* in, void* out, int64_t count, const Ty& t) {
     const int n = b.n, r = b.rank;
-    std::vector<int64_t> cnt, disp;
+    SmallVec<int64_t> cnt, disp;
     split(count, n, cnt, disp);
     const size_t me = size_t(r);
     const int64_t mc = cnt[me];
     // Reduce-scatter: block p of my input goes to rank p; I collect everyone's block r.
-    std::vector<const void*> src(static_cast<size_t>(n));
+    SmallVec<const void*> src(static_cast<size_t>(n));
     for (int i = 1; i < n; ++i) {
         int p = (r - i + n) % n;
         if (mc) {
@@ -152,10 +152,10 @@ void allreduce_direct(Bld& b, const void* in, void* out, int64_t count, const Ty
 void reduce_scatter_direct(Bld& b, const void* in, void* out, const int64_t* rcounts,
                            const Ty& t) {
     const int n = b.n, r = b.rank;
-    std::vector<int64_t> disp(size_t(n) + 1, 0);
+    SmallVec<int64_t> disp(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) disp[size_t(i) + 1] = disp[size_t(i)] + rcounts[i];
     const int64_t mc = rcounts[r];
-    std::vector<const void*> src(static_cast<size_t>(n));
+    SmallVec<const void*> src(static_cast<size_t>(n));
     for (int i = 1; i < n; ++i) {
         int p = (r - i + n) % n;
         if (mc) {
@@ -181,7 +181,7 @@ void reduce_scatter_direct(Bld& b, const void* in, void* out, const int64_t* rco
 
 void scan_direct(Bld& b, const void* in, void* out, int64_t count, const Ty& t, bool exclusive) {
     const int n = b.n, r = b.rank;
-    std::vector<const void*> src;
+    SmallVec<const void*> src;
     for (int p = 0; p < r; ++p) {
         void* buf = b.tmp_typed(t, count);
         src.push_back(buf);

@@ -186,7 +186,7 @@ void gather_binomial(Bld& b, const void* sbuf, int64_t scount, const Ty& st, voi
         char* tmp;
         int first, cnt;
     };
-    std::vector<Wrap> wraps;
+    SmallVec<Wrap> wraps;
     for (int mask = 1; mask < low; mask <<= 1) {
         int c = rr + mask;
         if (c >= n) break;
@@ -355,7 +355,7 @@ void allgatherv_rdb(Bld& b, const void* sbuf, int64_t scount, const Ty& st, void
                     const int* rcounts, const int* rdispls, const Ty& rt) {
     const int n = b.n, r = b.rank;
     // Packed image in rank order: block i at off[i].
-    std::vector<int64_t> off(size_t(n) + 1, 0);
+    SmallVec<int64_t> off(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) off[size_t(i) + 1] = off[size_t(i)] + rcounts[i] * rt.size;
     char* tmp = b.tmp(off[size_t(n)]);
     const int64_t mine = off[size_t(r) + 1] - off[size_t(r)];

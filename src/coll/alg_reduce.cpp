@@ -24,7 +24,7 @@ void reduce_binomial(Bld& b, const void* in, void* out, int64_t count, const Ty&
     const int rr = (r - troot + n) % n;
     auto actual = [&](int rel) { return (rel + troot) % n; };
     const int low = rr ? (rr & -rr) : pof2_ceil(n);
-    std::vector<int> kids;
+    SmallVec<int> kids;
     for (int mask = 1; mask < low; mask <<= 1) {
         if (rr + mask >= n) break;
         kids.push_back(actual(rr + mask));
@@ -36,7 +36,7 @@ void reduce_binomial(Bld& b, const void* in, void* out, int64_t count, const Ty&
         // leaf (or n == 1: the copy to `out` below)
     } else if (commutative) {
         void* A = final_here ? out : b.tmp_typed(t, count);
-        std::vector<void*> bufs;
+        SmallVec<void*> bufs;
         bool first_direct = A != in;  // receive the first child into A, reduce `in` into it
         for (size_t k = 0; k < kids.size(); ++k) {
             void* dst = (k == 0 && first_direct) ? A : b.tmp_typed(t, count);
@@ -51,7 +51,7 @@ void reduce_binomial(Bld& b, const void* in, void* out, int64_t count, const Ty&
     } else {
         // Rank order: in (op) c1 (op) c2 ...: child k covers ranks [r+2^k, r+2^(k+1)). The
         // running result moves into each child's buffer: X_k = X_{k-1} (op) C_k.
-        std::vector<void*> bufs;
+        SmallVec<void*> bufs;
         for (size_t k = 0; k < kids.size(); ++k) {
             bool last = k + 1 == kids.size();
             void* dst = (last && final_here && out != in) ? out : b.tmp_typed(t, count);
@@ -85,7 +85,7 @@ void reduce_binomial(Bld& b, const void* in, void* out, int64_t count, const Ty&
 
 namespace {
 // Block partition of `count` elements into k blocks (first count%k get one more).
-void split(int64_t count, int k, std::vector<int64_t>& cnt, std::vector<int64_t>& disp) {
+void split(int64_t count, int k, SmallVec<int64_t>& cnt, SmallVec<int64_t>& disp) {
     cnt.assign(size_t(k), count / k);
     for (int i = 0; i < count % k; ++i) cnt[size_t(i)]++;
     disp.assign(size_t(k) + 1, 0);
@@ -99,7 +99,7 @@ void split(int64_t count, int k, std::vector<int64_t>& cnt, std::vector<int64_t>
 // (== W when W already holds it). Returns the new rank, -1 for ranks that dropped out.
 // Commutative ops only (partners' operands are combined in whatever order they meet).
 int rs_halving(Bld& b, const void* in, void* W, int64_t count, const Ty& t,
-               const std::vector<int64_t>& disp, int pof2) {
+               const SmallVec<int64_t>& disp, int pof2) {
     const int r = b.rank, rem = b.n - pof2;
     bool w_valid = in == W;  // W holds my own (partial) data
     void* T = nullptr;
@@ -162,7 +162,7 @@ int rs_halving(Bld& b, const void* in, void* W, int64_t count, const Ty& t,
 
 void reduce_rsg(Bld& b, const void* in, void* out, int64_t count, const Ty& t, int root) {
     const int n = b.n, r = b.rank, pof2 = pof2_floor(n), rem = n - pof2;
-    std::vector<int64_t> cnt, disp;
+    SmallVec<int64_t> cnt, disp;
     split(count, pof2, cnt, disp);
     void* W = r == root ? out : b.tmp_typed(t, count);
     int newrank = rs_halving(b, in, W, count, t, disp, pof2);
@@ -245,7 +245,7 @@ void allreduce_rdb(Bld& b, const void* in, void* out, int64_t count, const Ty& t
 
 void allreduce_rsag(Bld& b, const void* in, void* out, int64_t count, const Ty& t) {
     const int n = b.n, r = b.rank, pof2 = pof2_floor(n), rem = n - pof2;
-    std::vector<int64_t> cnt, disp;
+    SmallVec<int64_t> cnt, disp;
     split(count, pof2, cnt, disp);
     int newrank = rs_halving(b, in, out, count, t, disp, pof2);
     if (newrank >= 0) {
@@ -273,7 +273,7 @@ void allreduce_ring(Bld& b, const void* in, void* out, int64_t count, const Ty& 
         if (in != out) b.copy(in, count, t.h, out, count, t.h);
         return;
     }
-    std::vector<int64_t> cnt, disp;
+    SmallVec<int64_t> cnt, disp;
     split(count, n, cnt, disp);
     const bool in_place = in == out;
     void* T = in_place ? b.tmp_typed(t, cnt[0]) : nullptr;
@@ -308,11 +308,11 @@ void allreduce_reduce_bcast(Bld& b, const void* in, void* out, int64_t count, co
 void reduce_scatter_halving(Bld& b, const void* in, void* out, const int64_t* rcounts,
                             const Ty& t) {
     const int n = b.n, r = b.rank, pof2 = pof2_floor(n), rem = n - pof2;
-    std::vector<int64_t> odisp(size_t(n) + 1, 0);
+    SmallVec<int64_t> odisp(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) odisp[size_t(i) + 1] = odisp[size_t(i)] + rcounts[i];
     const int64_t total = odisp[size_t(n)];
     // New rank i stands for old ranks 2i, 2i+1 (i < rem) or i+rem: its block is their union.
-    std::vector<int64_t> disp(size_t(pof2) + 1, 0);
+    SmallVec<int64_t> disp(size_t(pof2) + 1, 0);
     for (int i = 0; i < pof2; ++i)
         disp[size_t(i) + 1] = odisp[size_t(i < rem ? 2 * i + 2 : i + rem + 1)];
     void* W = b.tmp_typed(t, total);
@@ -331,7 +331,7 @@ void reduce_scatter_halving(Bld& b, const void* in, void* out, const int64_t* rc
 void reduce_scatter_pairwise(Bld& b, const void* in, void* out, const int64_t* rcounts,
                              const Ty& t) {
     const int n = b.n, r = b.rank;
-    std::vector<int64_t> disp(size_t(n) + 1, 0);
+    SmallVec<int64_t> disp(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) disp[size_t(i) + 1] = disp[size_t(i)] + rcounts[i];
     const int64_t mine = rcounts[r];
     const bool in_place = in == out;
@@ -360,7 +360,7 @@ void reduce_scatter_pairwise(Bld& b, const void* in, void* out, const int64_t* r
 void reduce_scatter_reduce_scatterv(Bld& b, const void* in, void* out, const int64_t* rcounts,
                                     const Ty& t, bool commutative) {
     const int n = b.n, r = b.rank;
-    std::vector<int64_t> disp(size_t(n) + 1, 0);
+    SmallVec<int64_t> disp(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) disp[size_t(i) + 1] = disp[size_t(i)] + rcounts[i];
     const int64_t total = disp[size_t(n)];
     void* W = r == 0 ? b.tmp_typed(t, total) : nullptr;

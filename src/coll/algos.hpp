@@ -11,11 +11,61 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 #include <mpi.h>
 
 #include "coll/sched.hpp"
 
 namespace wanmpi::coll {
+
+// A vector with inline room for N elements: the per-call bookkeeping of the algorithms (block
+// counts, peer lists) without a malloc for the communicator sizes that matter for latency.
+// Trivially copyable element types only; not copyable itself.
+template <class T, size_t N = 16>
+class SmallVec {
+public:
+    SmallVec() = default;
+    explicit SmallVec(size_t n, const T& v = T()) { assign(n, v); }
+    SmallVec(const SmallVec&) = delete;
+    SmallVec& operator=(const SmallVec&) = delete;
+    void assign(size_t n, const T& v) {
+        reserve(n);
+        n_ = n;
+        for (size_t i = 0; i < n; ++i) p_[i] = v;
+    }
+    void resize(size_t n) {
+        reserve(n);
+        n_ = n;
+    }
+    void push_back(const T& v) {
+        if (n_ == cap_) reserve(cap_ * 2);
+        p_[n_++] = v;
+    }
+    T& operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    T* begin() { return p_; }
+    T* end() { return p_ + n_; }
+    const T* begin() const { return p_; }
+    const T* end() const { return p_ + n_; }
+
+private:
+    void reserve(size_t n) {
+        if (n <= cap_) return;
+        std::vector<T> h(n);
+        for (size_t i = 0; i < n_; ++i) h[i] = p_[i];
+        heap_.swap(h);
+        p_ = heap_.data();
+        cap_ = n;
+    }
+    T buf_[N];
+    std::vector<T> heap_;
+    T* p_ = buf_;
+    size_t n_ = 0, cap_ = N;
+};
 
 inline int pof2_floor(int n) {
     int p = 1;

@@ -1,7 +1,9 @@
 // MPI collective entry points: argument checks (only the arguments the standard says are
 // significant on this rank), MPI_IN_PLACE rules, then the communicator's module chain builds a
 // schedule that runs to completion (blocking) or under a request (nonblocking).
-// Intercommunicators: MPI_ERR_UNSUPPORTED_OPERATION for now (docs/collectives.md).
+// Intercommunicators: every collective but Scan/Exscan (the "inter" component, inter.cpp); the
+// root argument then is MPI_ROOT / MPI_PROC_NULL in the root's group and the root's rank in the
+// other group, array arguments have one entry per remote rank, and MPI_IN_PLACE is not allowed.
 #include <cstring>
 #include <utility>
 
@@ -22,22 +24,33 @@ using core::raise;
 
 const char* fname() { return core::t_api_name ? core::t_api_name : "collective"; }
 
-// Looks the communicator up; on failure returns the raised error in *rc.
-Comm* comm_of(MPI_Comm h, int* rc) {
+// Looks the communicator up; on failure returns the raised error in *rc. Scan and Exscan
+// (`intra_only`) are not defined on intercommunicators.
+Comm* comm_of(MPI_Comm h, int* rc, bool intra_only = false) {
     Comm* c = core::comm_lookup(h);
     if (!c) {
         *rc = raise(nullptr, make_error(MPI_ERR_COMM, "%s: invalid communicator 0x%x", fname(),
                                         unsigned(h)));
         return nullptr;
     }
-    if (c->inter) {
-        *rc = raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
-                                  "%s on intercommunicator %s: collectives on intercommunicators "
-                                  "are not supported yet", fname(), c->name.c_str()));
+    if (c->inter && intra_only) {
+        *rc = raise(c, make_error(MPI_ERR_COMM,
+                                  "%s on intercommunicator %s: defined on intracommunicators only",
+                                  fname(), c->name.c_str()));
         return nullptr;
     }
     *rc = MPI_SUCCESS;
     return c;
+}
+
+// What this rank does in a rooted collective: intracommunicator: the root or a member;
+// intercommunicator: the root (MPI_ROOT), idle (MPI_PROC_NULL: the root's group), or a member
+// of the other group (root = the root's rank there).
+enum class Role { root, member, idle };
+Role role_of(const Comm* c, int root) {
+    if (c->inter) return root == MPI_ROOT ? Role::root : root == MPI_PROC_NULL ? Role::idle
+                                                                               : Role::member;
+    return c->rank == root ? Role::root : Role::member;
 }
 
 int chk_count(int64_t n, const char* what) {
@@ -54,6 +67,14 @@ int chk_type(MPI_Datatype dt, const char* what) {
     return MPI_SUCCESS;
 }
 int chk_root(const Comm* c, int root) {
+    if (c->inter) {
+        if (root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < c->remote_size()))
+            return MPI_SUCCESS;
+        return make_error(MPI_ERR_ROOT,
+                          "%s: invalid root %d on intercommunicator %s (MPI_ROOT, MPI_PROC_NULL "
+                          "or a rank of the remote group of %d)", fname(), root, c->name.c_str(),
+                          c->remote_size());
+    }
     if (root < 0 || root >= c->size)
         return make_error(MPI_ERR_ROOT, "%s: invalid root %d (%s has %d ranks)", fname(), root,
                           c->name.c_str(), c->size);
@@ -73,6 +94,13 @@ int chk_counts(const int* c, int n, const char* what) {
 int no_in_place(const void* buf, const char* what) {
     if (buf == MPI_IN_PLACE)
         return make_error(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not allowed as %s", fname(), what);
+    return MPI_SUCCESS;
+}
+// MPI_IN_PLACE is not defined on intercommunicators.
+int no_in_place_inter(const Comm* c, const void* buf) {
+    if (c->inter && buf == MPI_IN_PLACE)
+        return make_error(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE on intercommunicator %s", fname(),
+                          c->name.c_str());
     return MPI_SUCCESS;
 }
 int not_aliased(const void* s, const void* r, int64_t bytes) {
@@ -123,9 +151,9 @@ int launch(Args& a, MPI_Request* req) {
     if (req) {  // the user may free derived types as soon as the call returns
         if (a.stype != MPI_DATATYPE_NULL) s->retain(a.stype);
         if (a.rtype != MPI_DATATYPE_NULL) s->retain(a.rtype);
-        for (int i = 0; a.stypes && a.sbuf != MPI_IN_PLACE && i < c->size; ++i)
+        for (int i = 0; a.stypes && a.sbuf != MPI_IN_PLACE && i < c->remote_size(); ++i)
             s->retain(a.stypes[i]);
-        for (int i = 0; a.rtypes && i < c->size; ++i) s->retain(a.rtypes[i]);
+        for (int i = 0; a.rtypes && i < c->remote_size(); ++i) s->retain(a.rtypes[i]);
     }
     int rc = build_with(m, a, *s);
     if (rc != MPI_SUCCESS) {
@@ -159,10 +187,12 @@ int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MP
           bool nb) {
     COMM(comm);
     if (nb) CHECK(chk_req(req));
-    CHECK(chk_count(count, "count"));
-    CHECK(chk_type(dt, "datatype"));
     CHECK(chk_root(c, root));
-    CHECK(no_in_place(buf, "the buffer"));
+    if (role_of(c, root) != Role::idle) {
+        CHECK(chk_count(count, "count"));
+        CHECK(chk_type(dt, "datatype"));
+        CHECK(no_in_place(buf, "the buffer"));
+    }
     Args a;
     a.kind = Kind::bcast;
     a.comm = c;
@@ -173,80 +203,80 @@ int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MP
     return launch(a, req);
 }
 
+// Gather(v) and Scatter(v) mirror each other: the *root side* is the buffer only the root uses
+// (gather: receive, with counts/displs for the v variant; scatter: send), the *member side* the
+// one every rank uses (gather: send; scatter: receive), which may be MPI_IN_PLACE at the root of
+// an intracommunicator (its own block stays where it is).
+struct Side {
+    const void* buf;
+    int64_t count;
+    const int* counts;  // v variants, root side
+    const int* displs;
+    MPI_Datatype type;
+};
+int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, MPI_Request* req,
+           bool nb) {
+    COMM(comm);
+    if (nb) CHECK(chk_req(req));
+    CHECK(chk_root(c, root));
+    const bool g = kind == Kind::gather || kind == Kind::gatherv;
+    const bool v = kind == Kind::gatherv || kind == Kind::scatterv;
+    const Role role = role_of(c, root);
+    const bool is_root = role == Role::root;
+    // The member side is significant off the root, and at an intracommunicator root unless
+    // MPI_IN_PLACE.
+    const bool member_side =
+        role == Role::member || (is_root && !c->inter && ms.buf != MPI_IN_PLACE);
+    if (member_side) {
+        if (!is_root)
+            CHECK(no_in_place(ms.buf, g ? "send buffer on a non-root rank"
+                                        : "receive buffer on a non-root rank"));
+        CHECK(chk_count(ms.count, g ? "sendcount" : "recvcount"));
+        CHECK(chk_type(ms.type, g ? "sendtype" : "recvtype"));
+    }
+    if (is_root) {
+        CHECK(no_in_place(rs.buf, g ? "receive buffer" : "send buffer"));
+        CHECK(no_in_place_inter(c, ms.buf));
+        CHECK(chk_type(rs.type, g ? "recvtype" : "sendtype"));
+        if (v) {
+            CHECK(chk_counts(rs.counts, c->remote_size(), g ? "recvcounts" : "sendcounts"));
+            CHECK(chk_array(rs.displs, "displs"));
+        } else {
+            CHECK(chk_count(rs.count, g ? "recvcount" : "sendcount"));
+            CHECK(not_aliased(ms.buf, rs.buf, rs.count));
+        }
+    }
+    Args a;
+    a.kind = kind;
+    a.comm = c;
+    a.root = root;
+    if (role == Role::idle) return launch(a, req);  // intercommunicator, the root's group
+    const Side& snd = g ? ms : rs;
+    const Side& rcv = g ? rs : ms;
+    const bool snd_used = g ? member_side : is_root, rcv_used = g ? is_root : member_side;
+    a.sbuf = snd.buf;
+    a.scount = snd.count;
+    a.scounts = snd.counts;
+    a.sdispls = snd.displs;
+    a.stype = snd_used ? snd.type : MPI_DATATYPE_NULL;
+    a.rbuf = const_cast<void*>(rcv.buf);
+    a.rcount = rcv.count;
+    a.rcounts = rcv.counts;
+    a.rdispls = rcv.displs;
+    a.rtype = rcv_used ? rcv.type : MPI_DATATYPE_NULL;
+    return launch(a, req);
+}
 int gather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
            int64_t rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
            MPI_Comm comm, MPI_Request* req, bool nb) {
-    COMM(comm);
-    if (nb) CHECK(chk_req(req));
-    CHECK(chk_root(c, root));
-    const bool is_root = c->rank == root;
-    if (!is_root || sbuf != MPI_IN_PLACE) {
-        CHECK(no_in_place(sbuf, "send buffer on a non-root rank"));
-        CHECK(chk_count(scount, "sendcount"));
-        CHECK(chk_type(stype, "sendtype"));
-    }
-    if (is_root) {
-        CHECK(no_in_place(rbuf, "receive buffer"));
-        CHECK(chk_type(rtype, "recvtype"));
-        if (kind == Kind::gatherv) {
-            CHECK(chk_counts(rcounts, c->size, "recvcounts"));
-            CHECK(chk_array(displs, "displs"));
-        } else {
-            CHECK(chk_count(rcount, "recvcount"));
-            CHECK(not_aliased(sbuf, rbuf, rcount));
-        }
-    }
-    Args a;
-    a.kind = kind;
-    a.comm = c;
-    a.sbuf = sbuf;
-    a.scount = scount;
-    a.stype = (!is_root || sbuf != MPI_IN_PLACE) ? stype : MPI_DATATYPE_NULL;
-    a.rbuf = rbuf;
-    a.rcount = rcount;
-    a.rtype = is_root ? rtype : MPI_DATATYPE_NULL;
-    a.rcounts = rcounts;
-    a.rdispls = displs;
-    a.root = root;
-    return launch(a, req);
+    return rooted(kind, Side{rbuf, rcount, rcounts, displs, rtype},
+                  Side{sbuf, scount, nullptr, nullptr, stype}, root, comm, req, nb);
 }
-
 int scatter(Kind kind, const void* sbuf, int64_t scount, const int* scounts, const int* displs,
             MPI_Datatype stype, void* rbuf, int64_t rcount, MPI_Datatype rtype, int root,
             MPI_Comm comm, MPI_Request* req, bool nb) {
-    COMM(comm);
-    if (nb) CHECK(chk_req(req));
-    CHECK(chk_root(c, root));
-    const bool is_root = c->rank == root;
-    if (is_root) {
-        CHECK(no_in_place(sbuf, "send buffer"));
-        CHECK(chk_type(stype, "sendtype"));
-        if (kind == Kind::scatterv) {
-            CHECK(chk_counts(scounts, c->size, "sendcounts"));
-            CHECK(chk_array(displs, "displs"));
-        } else {
-            CHECK(chk_count(scount, "sendcount"));
-            CHECK(not_aliased(rbuf, sbuf, scount));
-        }
-    }
-    if (!is_root || rbuf != MPI_IN_PLACE) {
-        CHECK(no_in_place(rbuf, "receive buffer on a non-root rank"));
-        CHECK(chk_count(rcount, "recvcount"));
-        CHECK(chk_type(rtype, "recvtype"));
-    }
-    Args a;
-    a.kind = kind;
-    a.comm = c;
-    a.sbuf = sbuf;
-    a.scount = scount;
-    a.scounts = scounts;
-    a.sdispls = displs;
-    a.stype = is_root ? stype : MPI_DATATYPE_NULL;
-    a.rbuf = rbuf;
-    a.rcount = rcount;
-    a.rtype = (!is_root || rbuf != MPI_IN_PLACE) ? rtype : MPI_DATATYPE_NULL;
-    a.root = root;
-    return launch(a, req);
+    return rooted(kind, Side{sbuf, scount, scounts, displs, stype},
+                  Side{rbuf, rcount, nullptr, nullptr, rtype}, root, comm, req, nb);
 }
 
 int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
@@ -254,6 +284,7 @@ int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, v
               MPI_Comm comm, MPI_Request* req, bool nb) {
     COMM(comm);
     if (nb) CHECK(chk_req(req));
+    CHECK(no_in_place_inter(c, sbuf));
     if (sbuf != MPI_IN_PLACE) {
         CHECK(chk_count(scount, "sendcount"));
         CHECK(chk_type(stype, "sendtype"));
@@ -261,7 +292,7 @@ int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, v
     CHECK(no_in_place(rbuf, "receive buffer"));
     CHECK(chk_type(rtype, "recvtype"));
     if (kind == Kind::allgatherv) {
-        CHECK(chk_counts(rcounts, c->size, "recvcounts"));
+        CHECK(chk_counts(rcounts, c->remote_size(), "recvcounts"));
         CHECK(chk_array(displs, "displs"));
     } else {
         CHECK(chk_count(rcount, "recvcount"));
@@ -287,8 +318,9 @@ int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, co
              const MPI_Datatype* rtypes, MPI_Comm comm, MPI_Request* req, bool nb) {
     COMM(comm);
     if (nb) CHECK(chk_req(req));
-    const int n = c->size;
+    const int n = c->remote_size();
     CHECK(no_in_place(rbuf, "receive buffer"));
+    CHECK(no_in_place_inter(c, sbuf));
     const bool in_place = sbuf == MPI_IN_PLACE;
     switch (kind) {
     case Kind::alltoall:
@@ -344,7 +376,9 @@ int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, co
 // reduce, allreduce, scan, exscan, reduce_scatter(_block)
 int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int* rcounts,
               MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req, bool nb) {
-    COMM(comm);
+    int crc_;
+    Comm* c = comm_of(comm, &crc_, kind == Kind::scan || kind == Kind::exscan);
+    if (!c) return crc_;
     if (nb) CHECK(chk_req(req));
     const int n = c->size;
     int64_t total = count;
@@ -359,9 +393,13 @@ int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int*
     CHECK(chk_type(dt, "datatype"));
     const core::Op* o = nullptr;
     CHECK(chk_op(op, dt, &o));
+    if (kind != Kind::reduce || role_of(c, root) == Role::member)
+        CHECK(no_in_place_inter(c, sbuf));
     if (kind == Kind::reduce) {
         CHECK(chk_root(c, root));
-        if (c->rank == root) {
+        if (role_of(c, root) == Role::idle) {
+            // nothing is significant here
+        } else if (role_of(c, root) == Role::root) {
             CHECK(no_in_place(rbuf, "receive buffer"));
             CHECK(not_aliased(sbuf, rbuf, count));
         } else {

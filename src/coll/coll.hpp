@@ -76,6 +76,10 @@ struct Component {
     Module* (*query)(core::Comm* comm);
 };
 
+// A module named `name` whose every collective is built by `fn`, freed with delete: what a
+// component with one build function per module returns from its query.
+Module* make_module(const char* name, CollFn fn);
+
 // Register a component (call from a static initializer or before the first collective).
 void register_component(const Component* c);
 

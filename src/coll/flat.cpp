@@ -196,7 +196,7 @@ void w_allgatherv_rdb(Bld& b, const Args& a, const Ctx& x) {
 }
 
 // Alltoall family: one block per peer; MPI_IN_PLACE sends a packed copy of rbuf.
-void a2a_blocks(Bld& b, const Args& a, const Ctx& x, std::vector<Blk>& S, std::vector<Blk>& R) {
+void a2a_blocks(Bld& b, const Args& a, const Ctx& x, SmallVec<Blk>& S, SmallVec<Blk>& R) {
     const int n = b.n;
     S.resize(size_t(n));
     R.resize(size_t(n));
@@ -216,7 +216,7 @@ void a2a_blocks(Bld& b, const Args& a, const Ctx& x, std::vector<Blk>& S, std::v
         }
         return;
     }
-    std::vector<int64_t> off(size_t(n) + 1, 0);
+    SmallVec<int64_t> off(size_t(n) + 1, 0);
     for (int i = 0; i < n; ++i) {
         const Blk& r = R[size_t(i)];
         off[size_t(i) + 1] = off[size_t(i)] + r.count * (w ? ty_of(r.dt).size : x.rt.size);
@@ -230,12 +230,12 @@ void a2a_blocks(Bld& b, const Args& a, const Ctx& x, std::vector<Blk>& S, std::v
     }
 }
 void w_a2a_linear(Bld& b, const Args& a, const Ctx& x) {
-    std::vector<Blk> S, R;
+    SmallVec<Blk> S, R;
     a2a_blocks(b, a, x, S, R);
     exchange_linear(b, S.data(), R.data());
 }
 void w_a2a_pairwise(Bld& b, const Args& a, const Ctx& x) {
-    std::vector<Blk> S, R;
+    SmallVec<Blk> S, R;
     a2a_blocks(b, a, x, S, R);
     exchange_pairwise(b, S.data(), R.data());
 }
@@ -262,22 +262,24 @@ void w_allreduce_reduce_bcast(Bld& b, const Args& a, const Ctx& x) {
     allreduce_reduce_bcast(b, in_of(a), a.rbuf, a.rcount, x.rt, x.commutative);
 }
 
-std::vector<int64_t> rs_counts(const Args& a, int n) {
-    std::vector<int64_t> c(static_cast<size_t>(n));
+void rs_counts(const Args& a, int n, SmallVec<int64_t>& c) {
+    c.resize(size_t(n));
     for (int i = 0; i < n; ++i)
         c[size_t(i)] = a.kind == Kind::reduce_scatter ? a.rcounts[i] : a.rcount;
-    return c;
 }
 void w_rs_halving(Bld& b, const Args& a, const Ctx& x) {
-    auto c = rs_counts(a, b.n);
+    SmallVec<int64_t> c;
+    rs_counts(a, b.n, c);
     reduce_scatter_halving(b, in_of(a), a.rbuf, c.data(), x.rt);
 }
 void w_rs_pairwise(Bld& b, const Args& a, const Ctx& x) {
-    auto c = rs_counts(a, b.n);
+    SmallVec<int64_t> c;
+    rs_counts(a, b.n, c);
     reduce_scatter_pairwise(b, in_of(a), a.rbuf, c.data(), x.rt);
 }
 void w_rs_reduce_scatterv(Bld& b, const Args& a, const Ctx& x) {
-    auto c = rs_counts(a, b.n);
+    SmallVec<int64_t> c;
+    rs_counts(a, b.n, c);
     reduce_scatter_reduce_scatterv(b, in_of(a), a.rbuf, c.data(), x.rt, x.commutative);
 }
 
@@ -311,7 +313,8 @@ void w_allreduce_direct(Bld& b, const Args& a, const Ctx& x) {
     allreduce_direct(b, in_of(a), a.rbuf, a.rcount, x.rt);
 }
 void w_rs_direct(Bld& b, const Args& a, const Ctx& x) {
-    auto c = rs_counts(a, b.n);
+    SmallVec<int64_t> c;
+    rs_counts(a, b.n, c);
     reduce_scatter_direct(b, in_of(a), a.rbuf, c.data(), x.rt);
 }
 void w_scan_direct(Bld& b, const Args& a, const Ctx& x) {
@@ -587,6 +590,7 @@ int flat_build(Module*, const Args& a, Sched& s) {
     // Every call takes one tag, so ranks stay in step whatever they do with it.
     Bld b(s, c, int(c->coll_seq++ & 0x3fffffff));
     b.op = a.op;
+    b.oph = a.oph;
     if (nothing_to_do(a, x)) return MPI_SUCCESS;
     s.allow_yield(yield_size_ok(a, x, n));
     const Algo* al = forced(a.kind);
@@ -603,12 +607,7 @@ int flat_build(Module*, const Args& a, Sched& s) {
 }
 
 Module* flat_query(core::Comm* comm) {
-    if (comm->inter) return nullptr;
-    auto* m = new Module();
-    m->name = "flat";
-    for (auto& f : m->fn) f = flat_build;
-    m->destroy = [](Module* mm) { delete mm; };
-    return m;
+    return comm->inter ? nullptr : make_module("flat", flat_build);
 }
 
 const Component kFlat{"flat", 10, flat_query};

@@ -24,6 +24,14 @@ std::vector<const Component*>& components() {
 }
 }  // namespace
 
+Module* make_module(const char* name, CollFn fn) {
+    auto* m = new Module();
+    m->name = name;
+    for (auto& f : m->fn) f = fn;
+    m->destroy = [](Module* mm) { delete mm; };
+    return m;
+}
+
 void register_component(const Component* c) {
     auto& v = components();
     v.push_back(c);

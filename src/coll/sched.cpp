@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-
 #include <sched.h>
 
 #include "base/clock.hpp"
 #include "base/log.hpp"
 #include "base/tunables.hpp"
+#include "coll/reduce_fast.hpp"
 #include "core/api.hpp"
 #include "core/errors.hpp"
 
@@ -28,6 +28,13 @@ static base::Tunable<int64_t> t_yield_max_bytes(
     "Largest collective (bytes, as the algorithm choice counts them) whose waits yield instead "
     "of sleeping; larger ones sleep, leaving the CPU to the ranks that copy the data.",
     base::Level::tuner);
+static base::Tunable<int64_t> t_spin_us(
+    "COLL", "SPIN_US", 0,
+    "A rank waiting in a blocking collective polls this many microseconds after the last "
+    "progress before it starts yielding the CPU (see COLL_YIELD_US). Helps only when every "
+    "rank has a core of its own and the host is otherwise idle; measured on a loaded 2-core "
+    "host it made 2-rank collectives slower, hence 0 (yield at once).",
+    base::Level::tuner);
 static base::Tunable<int64_t> t_yield_slow_us(
     "COLL", "YIELD_SLOW_US", 200,
     "When a sched_yield() after which no message had arrived takes this long on average "
@@ -35,7 +42,10 @@ static base::Tunable<int64_t> t_yield_slow_us(
     "instead of yielding for the next 200 ms.",
     base::Level::developer);
 
-int64_t yield_max_bytes() { return t_yield_max_bytes.get(); }
+int64_t yield_max_bytes() {
+    static const int64_t v = t_yield_max_bytes.get();
+    return v;
+}
 
 namespace {
 // How yielding is going: a moving average of the time one sched_yield() call takes. On a host
@@ -49,7 +59,8 @@ struct YieldGovernor {
     // Returns false when yielding should stop now.
     bool record(int64_t took_ns, int64_t now) {
         avg_ns += (double(took_ns) - avg_ns) * 0.0625;
-        if (avg_ns > double(t_yield_slow_us.get()) * 1000) {
+        static const double slow_ns = double(t_yield_slow_us.get()) * 1000;
+        if (avg_ns > slow_ns) {
             off_until_ns = now + 200'000'000;
             avg_ns = 0;
             return false;
@@ -108,18 +119,22 @@ void Sched::retain(MPI_Datatype h) {
 }
 
 void Sched::reset() {
-    for (const core::Datatype* d : held_) core::datatype_release(d);
-    held_.clear();
+    if (!held_.empty()) {
+        for (const core::Datatype* d : held_) core::datatype_release(d);
+        held_.clear();
+    }
     if (comm_held_) core::comm_release(comm_held_);
     comm_held_ = nullptr;
-    for (void* p : allocs_) std::free(p);
-    allocs_.clear();
+    if (!allocs_.empty()) {
+        for (void* p : allocs_) std::free(p);
+        allocs_.clear();
+    }
     steps_.clear();
     ends_.clear();
     pending_.clear();
     round_ = 0;
     small_used_ = 0;
-    oom_ = done_ = blocking_ = listed_ = false;
+    oom_ = done_ = blocking_ = yield_ok_ = listed_ = false;
     err_ = MPI_SUCCESS;
     req_ = nullptr;
     comm_ = nullptr;
@@ -258,6 +273,7 @@ void Sched::start_round() {
             typed_copy(st, &err_);
             break;
         case Step::T::reduce: {
+            if (reduce_fast(st.oph, st.dt, st.src, st.dst, st.count)) break;
             int rc = core::op_apply(st.op, st.src, st.dst, st.count, st.dt);
             if (rc != MPI_SUCCESS) err_ = rc;
             break;
@@ -343,7 +359,7 @@ int run_blocking(Sched* s) {
     s->advance();
     if (!s->done()) {
         link(s);
-        const int64_t idle_ns = t_yield_us.get() * 1000;
+        static const int64_t idle_ns = t_yield_us.get() * 1000;
         // Not with MPI_THREAD_MULTIPLE: this loop holds the API lock, which only wait_until
         // drops while it sleeps, and another thread of this process may be what we wait for.
         int64_t now = base::now_ns();
@@ -353,6 +369,8 @@ int run_blocking(Sched* s) {
             // not running: then sleep until a message arrives.
             int64_t deadline = now + idle_ns;
             int64_t yielded_ns = -1;  // duration of the previous yield, until judged
+            static const int64_t spin_ns = t_spin_us.get() * 1000;
+            int64_t last_ns = now;  // last progress
             for (;;) {
                 int n = core::poll();
                 if (s->done()) break;
@@ -360,8 +378,16 @@ int run_blocking(Sched* s) {
                 // A long yield after which messages had arrived was a peer doing our work;
                 // one that brought nothing was time given to someone else.
                 if (yielded_ns >= 0 && !g_yield.record(n > 0 ? 0 : yielded_ns, now)) break;
-                if (n > 0) deadline = now + idle_ns;
-                else if (now >= deadline) break;
+                if (n > 0) {
+                    deadline = now + idle_ns;
+                    last_ns = now;
+                } else if (now >= deadline) {
+                    break;
+                }
+                if (now - last_ns < spin_ns) {  // the peer is likely running: just poll
+                    yielded_ns = -1;
+                    continue;
+                }
                 sched_yield();
                 yielded_ns = base::now_ns() - now;
             }

@@ -10,7 +10,8 @@
 // Progress: running schedules sit in one list that a core progress hook advances on every
 // core::poll(), so a nonblocking collective moves forward inside any MPI call, and a round's
 // sends go out in the same poll that completed the previous round's receives. Blocking
-// collectives run the same schedules and wait for them with core::wait_until.
+// collectives run the same schedules and wait for them: polling and yielding the CPU while
+// messages keep coming (unless the host is loaded, see run_blocking), then core::wait_until.
 //
 // Lifecycle and ownership: sched_new() hands out a schedule from a pool; it owns its temporary
 // buffers. Blocking: run_blocking() runs it and returns it to the pool. Nonblocking:
@@ -58,6 +59,7 @@ struct Step {
     int64_t count2 = 0;         // copy: destination count
     MPI_Datatype dt2 = MPI_DATATYPE_NULL;  // copy: destination type
     const core::Op* op = nullptr;
+    MPI_Op oph = MPI_OP_NULL;   // reduce: the handle (for the fast path, reduce_fast.hpp)
 };
 
 class Sched {
@@ -87,27 +89,27 @@ public:
     // Advance as far as possible; true if anything happened.
     bool advance();
 
-    // ---- internal ----
+    // ---- internal ---- (hot fields first; the inline buffer last, away from them)
     void reset();
     std::vector<Step> steps_;
     std::vector<uint32_t> ends_;     // end index of each round
     size_t round_ = 0;               // next round to start
     std::vector<core::Request*> pending_;
-    std::vector<void*> allocs_;
-    alignas(64) char small_[2048];   // first temporary bytes come from here (no malloc)
     int64_t small_used_ = 0;
     bool oom_ = false;
     bool done_ = false;
     bool blocking_ = false;
-    bool yield_ok_ = false;          // small: waits may yield the CPU (see run_blocking)
+    bool yield_ok_ = false;          // waits may yield the CPU (see run_blocking)
     bool listed_ = false;
     int err_ = MPI_SUCCESS;
     core::Request* req_ = nullptr;   // nonblocking: the user's request
     core::Comm* comm_ = nullptr;
-    core::Comm* comm_held_ = nullptr;  // nonblocking: comm_retain'ed until the schedule ends
-    std::vector<const core::Datatype*> held_;
+    core::Comm* comm_held_ = nullptr;  // comm_retain'ed until the schedule ends (orphaned)
     Sched* next_ = nullptr;          // running list
     Sched* prev_ = nullptr;
+    std::vector<void*> allocs_;
+    std::vector<const core::Datatype*> held_;
+    alignas(64) char small_[2048];   // first temporary bytes come from here (no malloc)
 
 private:
     bool finish_round();
@@ -133,6 +135,7 @@ struct Bld {
     int tag;
     int rank, n;
     const core::Op* op = nullptr;
+    MPI_Op oph = MPI_OP_NULL;
 
     Bld(Sched& sc, core::Comm* comm, int t) : s(sc), c(comm), tag(t), rank(comm->rank),
                                               n(comm->size) {}
@@ -158,7 +161,7 @@ struct Bld {
     void reduce(const void* in, void* inout, int64_t count, MPI_Datatype dt) {
         if (count <= 0) return;
         Step st{Step::T::reduce};
-        st.src = in; st.dst = inout; st.count = count; st.dt = dt; st.op = op;
+        st.src = in; st.dst = inout; st.count = count; st.dt = dt; st.op = op; st.oph = oph;
         s.add(st);
     }
     void next() { s.end_round(); }

@@ -77,7 +77,8 @@ void EventLoop::run_once(int64_t max_wait_ms) {
     int n = epoll_wait(ep_, evs, 64, static_cast<int>(wait));
     if (n < 0 && errno != EINTR) n = 0;
     for (int i = 0; i < n; ++i) {
-        auto it = entries_.find(evs[i].data.u64);
+        uint64_t key = evs[i].data.u64;  // epoll_event is packed: copy before binding a ref
+        auto it = entries_.find(key);
         if (it == entries_.end()) continue;  // removed by an earlier handler in this batch
         std::shared_ptr<Entry> e = it->second;  // keep alive while its handler runs
         e->handler(evs[i].events);

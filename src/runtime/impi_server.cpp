@@ -343,7 +343,7 @@ void Server::check_label(uint32_t label) {
     size_t o = 16;
     for (auto& ct : ls.contrib)
         if (ct) {
-            std::memcpy(&msg[o], ct->data(), ct->size());
+            if (!ct->empty()) std::memcpy(&msg[o], ct->data(), ct->size());
             o += ct->size();
         }
     for (int i = 0; i < cfg_.nclients; ++i)

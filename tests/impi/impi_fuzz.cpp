@@ -1,0 +1,609 @@
+// Fuzz targets for what wanmpi decodes from the network during an IMPI start-up:
+//
+//   collate      the server's collated replies (label, client mask, concatenated data) as a
+//                cluster's agent turns them into the global Job (impi_tables collate()),
+//                checked for the invariants the ranks index with, and the Job's text form
+//                round-tripping (encode_job/decode_job);
+//   server       impi-server's command stream: a mutated client session (AUTH, IMPI, COLL...,
+//                DONE, FINI) on a real socket against an in-process impi::Server; the server
+//                must drop or fail it and, when it is still waiting, finish a real job after it;
+//   agent        the other direction: a fake server answering an impi::Agent with a mutated
+//                reply stream; the agent must fail with an error (or succeed) at once, never
+//                wait for its start-up timeout;
+//   packets      a stream of 128-byte IMPI packet headers + payloads framed as a host reads it
+//                (decode_packet, with decode_cmd on the same bytes).
+//
+// Two drivers over the same targets:
+//   - this file's gtest cases (always built, run in ctest): a deterministic-seed mutation fuzzer
+//     from valid seeds (byte flips, interesting length values at field offsets, truncation,
+//     insertion, duplication and removal of whole commands), a few seconds in total;
+//   - libFuzzer (clang, tests/impi/fuzz-libfuzzer.sh): LLVMFuzzerTestOneInput below, where the
+//     first byte picks the target. Build with -DWANMPI_LIBFUZZER.
+// Every target returns normally on any input; a crash, a sanitizer report, a broken invariant or
+// a hang (bounded waits, see kHang) is a failure.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/codec.hpp"
+#include "base/socket.hpp"
+#include "runtime/impi_agent.hpp"
+#include "runtime/impi_server.hpp"
+#include "runtime/impi_tables.hpp"
+#include "runtime/impi_wire.hpp"
+
+#ifndef WANMPI_LIBFUZZER
+#include <gtest/gtest.h>
+#endif
+
+using namespace wanmpi;
+using namespace wanmpi::impi;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+// A target that has not returned after this long is hung (the server and agent under test run
+// with sub-second timeouts of their own).
+constexpr auto kHang = std::chrono::seconds(10);
+
+[[noreturn]] void fail(const char* target, const std::string& why) {
+    std::fprintf(stderr, "impi_fuzz: %s: %s\n", target, why.c_str());
+    std::fflush(stderr);
+    std::abort();  // libFuzzer keeps the input; gtest reports the death
+}
+#define FUZZ_CHECK(target, cond) \
+    do { if (!(cond)) fail(target, "invariant broken: " #cond); } while (0)
+
+void put32(Bytes& b, uint32_t v) {
+    uint8_t x[4];
+    base::put_be32(x, v);
+    b.insert(b.end(), x, x + 4);
+}
+void cmd(Bytes& b, uint32_t c, int32_t len) {
+    uint8_t h[kCmdHeader];
+    encode_cmd(CmdHeader{c, len}, h);
+    b.insert(b.end(), h, h + kCmdHeader);
+}
+
+// ---- synthetic clusters -------------------------------------------------------------------------
+
+ClusterTables tables(int client, const std::vector<int>& procs_per_host) {
+    ClusterTables t;
+    for (size_t h = 0; h < procs_per_host.size(); ++h) {
+        std::string a = "10." + std::to_string(client) + "." + std::to_string(h) + ".1";
+        HostId id = host_id_from_ipv4(a);
+        uint16_t port = uint16_t(5000 + h);
+        t.hosts.push_back({id, port, uint32_t(procs_per_host[h])});
+        for (int i = 0; i < procs_per_host[h]; ++i)
+            t.procs.push_back(make_proc_id(id, port, 100 + i));
+    }
+    return t;
+}
+
+std::vector<ClusterTables> sample_clusters(std::mt19937_64& rng) {
+    int n = 1 + int(rng() % 3);
+    std::vector<ClusterTables> ts;
+    for (int c = 0; c < n; ++c) {
+        std::vector<int> hosts(1 + rng() % 3);
+        for (auto& h : hosts) h = 1 + int(rng() % 3);
+        ts.push_back(tables(c, hosts));
+        if (rng() % 3 == 0) ts.back().versions = {kVersionPlain};
+        if (rng() % 2) ts.back().datalen = 4096;
+    }
+    return ts;
+}
+
+// ================================================================================================
+// collate: input format (what the libFuzzer target sees):
+//   u8 nclients, then per label in kLabelOrder: u8 present, u32 mask, u16 len, len bytes.
+// ================================================================================================
+
+Bytes encode_replies(int nclients, const std::vector<ClusterTables>& ts) {
+    Bytes b{uint8_t(nclients)};
+    for (uint32_t label : kLabelOrder) {
+        Bytes d;
+        for (auto& t : ts) {
+            auto c = contribution(t, label);
+            d.insert(d.end(), c.begin(), c.end());
+        }
+        b.push_back(1);
+        put32(b, (1u << ts.size()) - 1);
+        b.push_back(uint8_t(d.size() >> 8));
+        b.push_back(uint8_t(d.size()));
+        b.insert(b.end(), d.begin(), d.end());
+    }
+    return b;
+}
+
+bool fuzz_collate(const uint8_t* p, size_t n) {
+    if (n < 1) return false;
+    size_t at = 0;
+    int nclients = p[at++] % 40;  // beyond 32 on purpose
+    std::map<uint32_t, CollReply> replies;
+    for (uint32_t label : kLabelOrder) {
+        if (at + 7 > n) break;
+        bool present = p[at] & 1;
+        uint32_t mask = base::get_be32(p + at + 1);
+        size_t len = size_t(p[at + 5]) << 8 | p[at + 6];
+        at += 7;
+        len = std::min(len, n - at);
+        if (present) {
+            CollReply& r = replies[label];
+            r.mask = mask;
+            r.data.assign(p + at, p + at + len);
+        }
+        at += len;
+    }
+    Job job;
+    if (!collate(nclients, replies, &job).ok()) return false;
+    const char* t = "collate";
+    // What every rank indexes with after the start-up.
+    FUZZ_CHECK(t, job.nclients() == nclients && nclients >= 1);
+    FUZZ_CHECK(t, job.version_matrix.size() == size_t(nclients * nclients));
+    int h = 0, r = 0;
+    for (const auto& c : job.clients) {
+        FUZZ_CHECK(t, c.first_host == h && c.first_rank == r);
+        FUZZ_CHECK(t, c.nhosts >= 0 && c.nprocs >= 0);
+        h += c.nhosts;
+        r += c.nprocs;
+    }
+    FUZZ_CHECK(t, size_t(h) == job.hosts.size() && size_t(r) == job.procs.size());
+    for (size_t i = 0; i < job.hosts.size(); ++i) {
+        FUZZ_CHECK(t, job.hosts[i].client >= 0 && job.hosts[i].client < nclients);
+        FUZZ_CHECK(t, job.hosts[i].first_rank >= 0 && job.hosts[i].nprocs >= 0);
+        FUZZ_CHECK(t, size_t(job.hosts[i].first_rank + job.hosts[i].nprocs) <= job.procs.size());
+    }
+    for (size_t i = 0; i < job.procs.size(); ++i) {
+        const auto& pe = job.procs[i];
+        FUZZ_CHECK(t, pe.host >= 0 && size_t(pe.host) < job.hosts.size());
+        FUZZ_CHECK(t, job.hosts[size_t(pe.host)].client == pe.client);
+        FUZZ_CHECK(t, job.rank_of(pe.id) == int(i));
+    }
+    FUZZ_CHECK(t, job.maxlen >= 1 && job.ackmark >= 1 && job.ackmark <= job.hiwater);
+    FUZZ_CHECK(t, job.tag_ub >= kMinTagUb);
+    for (int a = 0; a < nclients; ++a)
+        for (int b = 0; b < nclients; ++b) FUZZ_CHECK(t, job.version(a, b) == job.version(b, a));
+    Job again;
+    std::string text = encode_job(job);
+    FUZZ_CHECK(t, decode_job(text, &again).ok());
+    FUZZ_CHECK(t, encode_job(again) == text);
+    return true;
+}
+
+// ================================================================================================
+// server: the input is the byte stream one client connection sends to impi::Server.
+// ================================================================================================
+
+// A valid session of client `rank`, and where its commands start (for structured mutations).
+Bytes client_session(int rank, std::mt19937_64& rng, std::vector<size_t>* starts) {
+    Bytes b;
+    auto mark = [&] { if (starts) starts->push_back(b.size()); };
+    mark();
+    cmd(b, CMD_AUTH, 4);
+    put32(b, 1u << AUTH_NONE);
+    mark();
+    cmd(b, CMD_IMPI, 4);
+    put32(b, uint32_t(rank));
+    for (uint32_t label : kLabelOrder) {
+        if (rng() % 8 == 0) continue;  // labels are optional for the server
+        Bytes d(rng() % 24);
+        for (auto& x : d) x = uint8_t(rng());
+        mark();
+        cmd(b, CMD_COLL, int32_t(4 + d.size()));
+        put32(b, label);
+        b.insert(b.end(), d.begin(), d.end());
+    }
+    mark();
+    cmd(b, CMD_DONE, 0);
+    mark();
+    cmd(b, CMD_FINI, 0);
+    return b;
+}
+
+int listen_loopback() {
+    std::string err;
+    int fd = base::tcp_listen("127.0.0.1", 0, 64, &err);
+    if (fd < 0) fail("setup", err);
+    return fd;
+}
+
+int connect_loopback(uint16_t port) {
+    std::string err;
+    int fd = base::tcp_connect("127.0.0.1", port, 5000, &err);
+    if (fd < 0) fail("setup", err);
+    return fd;
+}
+
+void send_some(int fd, const uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0) return;  // the peer dropped us: fine, that is what hostile input gets
+        p += k;
+        n -= size_t(k);
+    }
+}
+
+// Runs a well-formed client to the end of the job, or until the server has finished without
+// it (then it was not needed: the hostile connection ended the job). Bounded by kHang.
+void good_client(uint16_t port, int rank, std::future<int>& done) {
+    std::mt19937_64 rng(uint64_t(rank) + 7);
+    Bytes s = client_session(rank, rng, nullptr);
+    int fd = connect_loopback(port);
+    send_some(fd, s.data(), s.size());
+    auto end = std::chrono::steady_clock::now() + kHang;
+    uint8_t buf[4096];
+    for (;;) {
+        if (done.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) break;
+        if (std::chrono::steady_clock::now() > end) fail("server", "the server hangs");
+        pollfd pf{fd, POLLIN, 0};
+        if (::poll(&pf, 1, 20) > 0 && ::recv(fd, buf, sizeof buf, 0) <= 0) {
+            // The server closed us: it has finished (FINI from everyone) or failed.
+            if (done.wait_for(kHang) != std::future_status::ready)
+                fail("server", "the server closed a client but did not finish");
+            break;
+        }
+    }
+    ::close(fd);
+}
+
+int fuzz_server(const uint8_t* p, size_t n, int nclients = 1) {
+    int lfd = listen_loopback();
+    uint16_t port = base::local_port(lfd);
+    ServerConfig cfg;
+    cfg.nclients = nclients;
+    cfg.join_timeout_ms = 500;
+    cfg.stall_timeout_ms = 500;
+    std::packaged_task<int()> task([&] {
+        Server s(cfg, lfd);
+        return s.run();
+    });
+    std::future<int> done = task.get_future();
+    std::thread th(std::move(task));
+    // With two clients, a real client 1 is already waiting when the hostile bytes come.
+    int other = -1;
+    if (nclients == 2) {
+        std::mt19937_64 rng(99);
+        Bytes s = client_session(1, rng, nullptr);
+        other = connect_loopback(port);
+        send_some(other, s.data(), 12 + 12);  // AUTH + IMPI
+    }
+    int fd = connect_loopback(port);
+    send_some(fd, p, n);
+    ::shutdown(fd, SHUT_WR);
+    // Read what the server answers (as a real client would before it closes) until the server
+    // closes us, the job ends, or it has been quiet for a moment (it waits for more input).
+    {
+        uint8_t buf[4096];
+        auto quiet = std::chrono::milliseconds(100);
+        auto last = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - last < quiet) {
+            if (done.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) break;
+            pollfd pf{fd, POLLIN, 0};
+            if (::poll(&pf, 1, 20) <= 0) continue;
+            if (::recv(fd, buf, sizeof buf, 0) <= 0) break;
+            last = std::chrono::steady_clock::now();
+        }
+    }
+    // Whatever the hostile stream did, it is over when we close it: a joined client that closes
+    // before FINI ends the job (exit 1); an unjoined one is dropped and the job waits for a
+    // real client 0, which we then provide (exit 0), unless the job already ended.
+    ::close(fd);
+    if (done.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+        if (other >= 0) {
+            // Finish client 1 as well: the rest of its session.
+            std::mt19937_64 rng(99);
+            Bytes s = client_session(1, rng, nullptr);
+            send_some(other, s.data() + 24, s.size() - 24);
+        }
+        good_client(port, 0, done);
+    }
+    if (done.wait_for(kHang) != std::future_status::ready) fail("server", "the server hangs");
+    int rc = done.get();
+    th.join();
+    if (other >= 0) ::close(other);
+    ::close(lfd);
+    if (rc != 0 && rc != 1) fail("server", "run() returned " + std::to_string(rc));
+    return rc;
+}
+
+// ================================================================================================
+// agent: the input is what the "server" answers, written at once, then the server closes.
+// ================================================================================================
+
+Bytes server_replies(const std::vector<ClusterTables>& ts, std::vector<size_t>* starts) {
+    Bytes b;
+    auto mark = [&] { if (starts) starts->push_back(b.size()); };
+    mark();
+    put32(b, AUTH_NONE);  // bare {which, len}
+    put32(b, 0);
+    mark();
+    cmd(b, CMD_IMPI, 4);
+    put32(b, uint32_t(ts.size()));
+    for (uint32_t label : kLabelOrder) {
+        Bytes d;
+        for (auto& t : ts) {
+            auto c = contribution(t, label);
+            d.insert(d.end(), c.begin(), c.end());
+        }
+        mark();
+        cmd(b, CMD_COLL, int32_t(8 + d.size()));
+        put32(b, label);
+        put32(b, (1u << ts.size()) - 1);
+        b.insert(b.end(), d.begin(), d.end());
+    }
+    mark();
+    cmd(b, CMD_DONE, 0);
+    return b;
+}
+
+bool fuzz_agent(const uint8_t* p, size_t n, const ClusterTables& mine) {
+    int lfd = listen_loopback();
+    uint16_t port = base::local_port(lfd);
+    std::thread srv([&] {
+        int fd = ::accept(lfd, nullptr, nullptr);
+        if (fd < 0) return;
+        send_some(fd, p, n);
+        ::shutdown(fd, SHUT_WR);
+        uint8_t buf[4096];
+        pollfd pf{fd, POLLIN, 0};
+        auto end = std::chrono::steady_clock::now() + kHang;
+        // Drain until the agent closes (it does once start() returns, with our Agent).
+        while (std::chrono::steady_clock::now() < end)
+            if (::poll(&pf, 1, 50) > 0 && ::recv(fd, buf, sizeof buf, 0) <= 0) break;
+        ::close(fd);
+    });
+    AgentConfig cfg;
+    cfg.client = 0;
+    cfg.server = "127.0.0.1:" + std::to_string(port);
+    cfg.connect_timeout_ms = 5000;
+    cfg.startup_timeout_ms = 60000;  // far above kHang: returning must not need the timeout
+    auto t0 = std::chrono::steady_clock::now();
+    bool good = false;
+    {
+        Agent a;
+        Job job;
+        base::Status s = a.start(cfg, mine, &job);
+        good = s.ok();
+        if (s.ok()) {
+            FUZZ_CHECK("agent", job.nclients() >= 1 && job.size() >= 1);
+            FUZZ_CHECK("agent", job.ackmark >= 1 && job.ackmark <= job.hiwater);
+        } else {
+            FUZZ_CHECK("agent", !s.message().empty());
+        }
+    }
+    if (std::chrono::steady_clock::now() - t0 > kHang)
+        fail("agent", "the agent waited for its timeout on a closed connection");
+    srv.join();
+    ::close(lfd);
+    return good;
+}
+
+// ================================================================================================
+// packets: a host's read loop over a byte stream (header, then pk_len payload bytes).
+// ================================================================================================
+
+void fuzz_packets(const uint8_t* p, size_t n, uint64_t maxlen) {
+    size_t at = 0;
+    while (at + kPacketHeader <= n) {
+        Packet q;
+        (void)decode_cmd(p + at);
+        std::string err = decode_packet(p + at, maxlen, &q);
+        if (!err.empty()) return;  // the host drops the connection here
+        FUZZ_CHECK("packets", q.len <= maxlen);
+        FUZZ_CHECK("packets", packet_has_payload(q.type) || q.len == 0);
+        FUZZ_CHECK("packets", q.type <= PK_FINI);
+        at += kPacketHeader;
+        if (q.len > n - at) return;  // truncated: the host waits for more or sees EOF
+        at += q.len;
+    }
+}
+
+// ================================================================================================
+// The mutation engine of the gtest driver.
+// ================================================================================================
+
+Bytes mutate(Bytes b, const std::vector<size_t>& starts, std::mt19937_64& rng) {
+    static const uint32_t kInteresting[] = {0, 1, 3, 4, 7, 8, 0x7f, 0x80, 0xff, 0x100, 0xffff,
+                                            0x10000, 0x7fffffff, 0x80000000u, 0xffffffffu,
+                                            uint32_t(kMaxCmdPayload), uint32_t(kMaxCmdPayload) + 1};
+    int ops = 1 + int(rng() % 4);
+    for (int k = 0; k < ops; ++k) {
+        if (b.empty()) b.push_back(0);
+        size_t s = starts.empty() ? 0 : starts[rng() % starts.size()];
+        switch (rng() % 9) {
+        case 0:
+        case 1:  // flip a byte
+            b[rng() % b.size()] ^= uint8_t(1u << (rng() % 8));
+            break;
+        case 2:  // a random byte
+            b[rng() % b.size()] = uint8_t(rng());
+            break;
+        case 3:  // an interesting value in a command's code or length field
+        case 4: {
+            size_t at = s + ((rng() % 2) ? 4 : 0) + (rng() % 3 == 0 ? 8 : 0);
+            if (at + 4 <= b.size())
+                base::put_be32(b.data() + at, kInteresting[rng() % std::size(kInteresting)]);
+            break;
+        }
+        case 5:  // truncate
+            b.resize(rng() % (b.size() + 1));
+            break;
+        case 6: {  // insert random bytes
+            Bytes ins(1 + rng() % 16);
+            for (auto& x : ins) x = uint8_t(rng());
+            b.insert(b.begin() + long(rng() % (b.size() + 1)), ins.begin(), ins.end());
+            break;
+        }
+        case 7: {  // duplicate a command (from one start to the next)
+            if (starts.size() < 2) break;
+            size_t i = rng() % (starts.size() - 1);
+            if (starts[i + 1] > b.size()) break;
+            Bytes c(b.begin() + long(starts[i]), b.begin() + long(starts[i + 1]));
+            b.insert(b.begin() + long(starts[i + 1]), c.begin(), c.end());
+            break;
+        }
+        default: {  // remove a command
+            if (starts.size() < 2) break;
+            size_t i = rng() % (starts.size() - 1);
+            if (starts[i + 1] > b.size()) break;
+            b.erase(b.begin() + long(starts[i]), b.begin() + long(starts[i + 1]));
+            break;
+        }
+        }
+    }
+    return b;
+}
+
+}  // namespace
+
+#ifdef WANMPI_LIBFUZZER
+// libFuzzer: byte 0 picks the target, the rest is its input.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    static bool once = [] {
+        std::signal(SIGPIPE, SIG_IGN);
+        setenv("WANMPI_LOG_LEVEL", "0", 1);
+        return true;
+    }();
+    (void)once;
+    if (size < 1) return 0;
+    const uint8_t* p = data + 1;
+    size_t n = size - 1;
+    switch (data[0] % 4) {
+    case 0: fuzz_collate(p, n); break;
+    case 1:  // the next byte: 1 or 2 clients (with 2, a real client 1 is already waiting)
+        if (n >= 1) fuzz_server(p + 1, n - 1, 1 + (p[0] & 1));
+        break;
+    case 2: fuzz_agent(p, n, tables(0, {2, 1})); break;
+    default: fuzz_packets(p, n, 1 + (n ? p[0] : 0) * 4096u); break;
+    }
+    return 0;
+}
+#else
+
+class ImpiFuzz : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { std::signal(SIGPIPE, SIG_IGN); }
+};
+
+TEST_F(ImpiFuzz, Collate) {
+    std::mt19937_64 rng(20261201);
+    int ok = 0;
+    for (int i = 0; i < 20000; ++i) {
+        auto ts = sample_clusters(rng);
+        Bytes seed = encode_replies(int(ts.size()), ts);
+        // Label boundaries for structured mutations: every 7-byte label header.
+        std::vector<size_t> starts;
+        for (size_t at = 1; at + 7 <= seed.size();) {
+            starts.push_back(at);
+            at += 7 + (size_t(seed[at + 5]) << 8 | seed[at + 6]);
+        }
+        Bytes in;
+        if (i % 10 == 0) {
+            in = seed;  // the honest replies must collate
+            ok += fuzz_collate(in.data(), in.size());
+            continue;
+        }
+        if (i % 10 == 1) {
+            in.resize(rng() % 300);
+            for (auto& x : in) x = uint8_t(rng());
+        } else {
+            in = mutate(seed, starts, rng);
+            if (rng() % 4 == 0 && !in.empty()) in[0] = uint8_t(rng() % 40);  // client count
+        }
+        fuzz_collate(in.data(), in.size());
+    }
+    EXPECT_EQ(ok, 2000);
+}
+
+TEST_F(ImpiFuzz, ServerCommandStream) {
+    std::mt19937_64 rng(20261202);
+    int completed = 0;
+    for (int i = 0; i < 1200; ++i) {
+        std::vector<size_t> starts;
+        Bytes seed = client_session(0, rng, &starts);
+        Bytes in;
+        switch (i % 8) {
+        case 0:  // random garbage
+            in.resize(rng() % 200);
+            for (auto& x : in) x = uint8_t(rng());
+            break;
+        case 1:  // the valid session itself: the job must complete
+            in = seed;
+            break;
+        default:
+            in = mutate(seed, starts, rng);
+        }
+        int nclients = (i % 5 == 4) ? 2 : 1;
+        int rc = fuzz_server(in.data(), in.size(), nclients);
+        if (i % 8 == 1 && nclients == 1) {
+            // An honest session of the only client is the whole job. (With two clients the
+            // same bytes send FINI before the server's DONE, which the server refuses.)
+            EXPECT_EQ(rc, 0) << "iteration " << i;
+            ++completed;
+        }
+    }
+    EXPECT_EQ(completed, 120);
+}
+
+TEST_F(ImpiFuzz, AgentReplyStream) {
+    std::mt19937_64 rng(20261203);
+    ClusterTables mine = tables(0, {2, 1});
+    int ok = 0;
+    for (int i = 0; i < 1000; ++i) {
+        std::vector<ClusterTables> ts = {mine, tables(1, {1 + int(rng() % 3)})};
+        std::vector<size_t> starts;
+        Bytes seed = server_replies(ts, &starts);
+        Bytes in = (i % 10 == 0) ? seed : mutate(seed, starts, rng);
+        if (i % 10 == 5) {
+            in.resize(rng() % 64);
+            for (auto& x : in) x = uint8_t(rng());
+        }
+        bool good = fuzz_agent(in.data(), in.size(), mine);
+        if (i % 10 == 0) {
+            EXPECT_TRUE(good) << "the honest reply stream must give a job (iteration " << i << ")";
+            ok += good;
+        }
+    }
+    EXPECT_EQ(ok, 100);
+}
+
+TEST_F(ImpiFuzz, PacketStream) {
+    std::mt19937_64 rng(20261204);
+    for (int i = 0; i < 100000; ++i) {
+        uint64_t maxlen = (rng() % 2) ? 4096 : 1 + rng() % (1 << 20);
+        Bytes b;
+        std::vector<size_t> starts;
+        for (int k = 0, m = 1 + int(rng() % 4); k < m; ++k) {
+            Packet p;
+            p.type = uint32_t(rng() % 8);
+            p.len = packet_has_payload(p.type) ? uint32_t(rng() % std::min<uint64_t>(maxlen, 64)) : 0;
+            p.msglen = p.len + ((rng() % 2) ? 0 : rng() % 100000);
+            p.tag = int32_t(rng());
+            p.cid = rng();
+            starts.push_back(b.size());
+            uint8_t h[kPacketHeader];
+            encode_packet(p, h);
+            b.insert(b.end(), h, h + kPacketHeader);
+            b.resize(b.size() + p.len, uint8_t(k));
+        }
+        Bytes in = (i % 5 == 0) ? b : mutate(b, starts, rng);
+        fuzz_packets(in.data(), in.size(), maxlen);
+    }
+}
+
+#endif
