@@ -2,7 +2,7 @@
 # compare-p2p.sh: point-to-point performance of wanmpi next to Debian's MPICH and Open MPI, all
 # measured in the same run on this machine, from the same benchmark sources (bench/*.c).
 #
-#   bench/compare-p2p.sh [--build DIR] [--no-build] [--quick] [--no-install] [--keep]
+#   bench/compare-p2p.sh [--build DIR] [--no-build] [--quick] [--rounds N] [--no-install] [--keep]
 #
 #   --build DIR    wanmpi build tree (default: <repo>/build); its bench targets are built with
 #                  `cmake --build DIR --target benchmarks mpirun` (or, failing that, compiled
@@ -10,6 +10,10 @@
 #                  the other two are still measured.
 #   --no-build     use DIR as it is (no cmake --build)
 #   --quick        fewer iterations and shorter runs (to check the set-up, not for numbers)
+#   --rounds N     measure everything N times, interleaved (round 1: every MPI, then round 2...),
+#                  and report the median over rounds (default 3; 1 with --quick). The machine is
+#                  shared, so load comes and goes: interleaving gives every MPI the same
+#                  conditions, and the median drops the rounds a burst of load spoiled.
 #   --no-install   do not apt-get install MPICH / Open MPI when they are missing
 #   --keep         keep the temporary directory with the binaries and raw outputs
 #
@@ -17,6 +21,7 @@
 #         tcp = 2 ranks forced onto TCP: WANMPI_TRANSPORTS=self,tcp, UCX_TLS=tcp,self for MPICH
 #               (Debian's MPICH runs over UCX), --mca pml ob1 --mca btl tcp,self for Open MPI;
 #               plus a plain TCP ping-pong (bench/tcp_pingpong.c) as the floor.
+# The load average at the start and end of every round is printed with the table.
 # Then: a ring of 10,000 messages on 8 ranks, the CPU used by a rank blocked in MPI_Recv, and
 # the wall time of `mpirun -n 8` on a hello world. The closing block checks issue 2's "Done when"
 # targets; those thresholds live here and nowhere else. See docs/benchmarks.md.
@@ -25,6 +30,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 QUICK=0
+ROUNDS=
 BUILD_IT=1
 INSTALL=1
 KEEP=0
@@ -32,15 +38,18 @@ while [ $# -gt 0 ]; do
     case $1 in
         --build) BUILD=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift 2 ;;
         --quick) QUICK=1; shift ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
         --no-build) BUILD_IT=0; shift ;;
         --no-install) INSTALL=0; shift ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare-p2p.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 
 say() { printf '%s\n' "$*" >&2; }
+[ -n "$ROUNDS" ] || { [ $QUICK = 1 ] && ROUNDS=1 || ROUNDS=3; }
+case $ROUNDS in ''|*[!0-9]*|0) echo "compare-p2p.sh: --rounds needs a positive number" >&2; exit 2 ;; esac
 
 # ---- prerequisites ----------------------------------------------------------------------------
 need_pkgs=()
@@ -146,12 +155,12 @@ measure() {
     local out
     for attempt in 1 2; do
         if out=$(run "$@"); then
-            printf '%s\n' "$out" >"$RES/$key.raw"
+            printf '%s\n' "$out" >"$RES/raw.$key"
             printf '%s\n' "$out" | awk '/^[0-9]/ {print $1, $2}' >"$RES/$key"
             return 0
         fi
         say "  $key: attempt $attempt failed"
-        printf '%s\n' "$out" >"$RES/$key.raw"
+        printf '%s\n' "$out" >"$RES/raw.$key"
         # Keep whatever sizes completed before a failure.
         printf '%s\n' "$out" | awk '/^[0-9]/ {print $1, $2}' >"$RES/$key"
     done
@@ -160,32 +169,73 @@ measure() {
 
 Q=()
 [ $QUICK = 1 ] && Q=(-q)
-for route in shm tcp; do
-    for m in $MPIS; do
-        say "pingpong  $route $m"
-        measure "lat.$route.$m" "$m" "$route" 2 pingpong "${Q[@]}"
-        say "bandwidth $route $m"
-        measure "bw.$route.$m" "$m" "$route" 2 bandwidth "${Q[@]}"
-    done
-done
-say "tcp_pingpong"
-"$TMP/tcp_pingpong" "${Q[@]}" 2>>"$TMP/run.log" | awk '/^[0-9]/ {print $1, $2}' >"$RES/lat.tcp.plain"
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# median_of OUT IN...: "<size> <value>" files -> per size, the median over the files that have it.
+median_of() {
+    local out=$1
+    shift
+    awk '{ v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+        END {
+            for (k = 1; k <= n; k++) {
+                m = split(substr(v[order[k]], 2), a, " ")
+                for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j] + 0 < a[j - 1] + 0; j--) {
+                    t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                printf "%s %s\n", order[k], (m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2)
+            }
+        }' "$@" >"$out"
+}
 
 # Ring, 8 ranks. MPICH spins in every waiting rank, which costs a scheduler time slice per hop
 # on 2 cores (~10 ms): it runs a shorter ring and its time for 10,000 is extrapolated.
 RING_MSGS=10000
 [ $QUICK = 1 ] && RING_MSGS=2000
+: >"$RES/load"
+for round in $(seq "$ROUNDS"); do
+    l0=$(loadavg)
+    for route in shm tcp; do
+        for m in $MPIS; do
+            say "round $round/$ROUNDS: pingpong  $route $m"
+            measure "lat.$route.$m.r$round" "$m" "$route" 2 pingpong "${Q[@]}"
+            say "round $round/$ROUNDS: bandwidth $route $m"
+            measure "bw.$route.$m.r$round" "$m" "$route" 2 bandwidth "${Q[@]}"
+        done
+        if [ $route = tcp ]; then
+            say "round $round/$ROUNDS: tcp_pingpong"
+            "$TMP/tcp_pingpong" "${Q[@]}" 2>>"$TMP/run.log" | awk '/^[0-9]/ {print $1, $2}' \
+                >"$RES/lat.tcp.plain.r$round"
+        fi
+    done
+    for m in $MPIS; do
+        n=$RING_MSGS runs=3
+        [ $m = mpich ] && { n=400; runs=1; }
+        [ $QUICK = 1 ] && runs=1
+        say "round $round/$ROUNDS: ring      8 ranks $m ($n messages)"
+        if out=$(run "$m" shm 8 ring -n $n -r $runs); then
+            # "<seconds for RING_MSGS> <µs per message> <1 if extrapolated>"
+            printf '%s\n' "$out" | awk -v total=$RING_MSGS \
+                '$1 == "ring" {printf "%.4f %.2f %d\n", $5 * total / 1e6, $5, $3 != total}' \
+                >"$RES/ring.$m.r$round"
+        fi
+    done
+    echo "round $round: load $l0 -> $(loadavg)" >>"$RES/load"
+done
+for k in lat.shm lat.tcp bw.shm bw.tcp; do
+    for m in $MPIS plain; do
+        ls "$RES/$k.$m".r* >/dev/null 2>&1 && median_of "$RES/$k.$m" "$RES/$k.$m".r*
+    done
+done
 for m in $MPIS; do
-    n=$RING_MSGS runs=3
-    [ $m = mpich ] && { n=400; runs=1; }
-    [ $QUICK = 1 ] && runs=1
-    say "ring      8 ranks $m ($n messages)"
-    if out=$(run "$m" shm 8 ring -n $n -r $runs); then
-        # "<seconds for RING_MSGS> <µs per message> <1 if extrapolated>"
-        printf '%s\n' "$out" | awk -v total=$RING_MSGS \
-            '$1 == "ring" {printf "%.4f %.2f %d\n", $5 * total / 1e6, $5, $3 != total}' \
-            >"$RES/ring.$m"
-    fi
+    # ring: median over rounds of "<seconds> <µs>" (keyed on a dummy size), extrapolation flag kept
+    ls "$RES/ring.$m".r* >/dev/null 2>&1 || continue
+    awk '{print 0, $1}' "$RES/ring.$m".r* >"$RES/ring.$m.s"
+    awk '{print 0, $2}' "$RES/ring.$m".r* >"$RES/ring.$m.us"
+    median_of "$RES/ring.$m.sm" "$RES/ring.$m.s"
+    median_of "$RES/ring.$m.usm" "$RES/ring.$m.us"
+    printf '%s %s %s\n' "$(awk '{print $2}' "$RES/ring.$m.sm")" "$(awk '{print $2}' "$RES/ring.$m.usm")" \
+        "$(awk '{print $3; exit}' "$RES/ring.$m".r1 2>/dev/null || echo 0)" >"$RES/ring.$m"
+    printf '%s' "ring $m per round (s):" >>"$RES/ring.rounds"
+    awk '{printf " %s", $1}' "$RES/ring.$m".r* >>"$RES/ring.rounds"
+    echo >>"$RES/ring.rounds"
 done
 
 IDLE_SECS=3
@@ -261,6 +311,8 @@ echo
 echo "wanmpi vs MPICH $(mpichversion 2>/dev/null | awk '/Version/ {print $3}') and Open MPI" \
     "$(ompi_info --version 2>/dev/null | awk 'NR == 1 {print $NF}'), $(nproc) cores," \
     "$(date -u +%Y-%m-%dT%H:%MZ)$([ $QUICK = 1 ] && echo ', QUICK run')"
+echo "median over $ROUNDS interleaved round(s); load average (1/5/15 min) per round:"
+sed 's/^/  /' "$RES/load"
 table "Latency, shm route (2 ranks, one host): half round trip, median, µs" \
     wanmpi=lat.shm.wanmpi MPICH=lat.shm.mpich OpenMPI=lat.shm.openmpi
 table "Latency, tcp route (2 ranks over TCP): half round trip, median, µs; TCP = plain socket" \
@@ -279,6 +331,8 @@ printf '%-40s %11s %11s %11s\n' "ring, per message (µs)" "$(ring_us wanmpi)" "$
 printf '%-40s %11s %11s %11s\n' "idle rank in MPI_Recv (% of a core)" "$(val idle.wanmpi)" "$(val idle.mpich)" "$(val idle.openmpi)"
 printf '%-40s %11s %11s %11s\n' "mpirun -n 8 hello, median wall (s)" "$(val hello.wanmpi)" "$(val hello.mpich)" "$(val hello.openmpi)"
 echo "(* = extrapolated from a shorter ring: MPICH's spinning ranks need ~10 ms per hop here)"
+[ -s "$RES/ring.rounds" ] && sed 's/^/  /' "$RES/ring.rounds"
+echo "load at the end: $(loadavg)"
 
 # ---- issue 2 "Done when" checks ---------------------------------------------------------------
 # verdict VALUE OP LIMIT: PASS/FAIL, or n/a when the value is missing

@@ -83,6 +83,10 @@ int main(int argc, char **argv)
         for (i = 1; i < runs; i++)
             if (t[i] < mn)
                 mn = t[i];
+        printf("# runs_s");
+        for (i = 0; i < runs; i++)
+            printf(" %.4f", t[i]);
+        printf("\n");
         med = bench_median(t, runs);
         printf("# ring: ranks msgs median_s us_per_msg min_s\nring %d %d %.4f %.2f %.4f\n",
                nranks, msgs, med, med / msgs * 1e6, mn);

@@ -57,10 +57,11 @@
 // flag, and the hot side needs only a compiler barrier between its store and its flag check:
 // either its load ran before the IPI, and then its store is visible once membarrier returns,
 // or after, and then it sees the flag. Pairs where either side could not register use
-// seq_cst fences on both sides (`Peer::cheap`, the `membarrier` word in SegHeader).
+// seq_cst fences on both sides (`Peer::cheap`, the `membarrier` word in SegHeader); so do all
+// pairs on an oversubscribed host, where ranks sleep on nearly every message.
 // No syscalls on the hot path: try_send/progress only touch the rings while there is work; an
 // idle progress() is one load per peer plus a counter; peers' pidfds are polled every
-// DEATH_CHECK calls and after every wake-up.
+// DEATH_CHECK calls and after every wake-up that no sender's datagram explains.
 //
 // Peer death: a readable pidfd. Frames the peer wrote before it died are delivered first; then
 // on_peer_failed("rank N (pid P) exited") unless its `finalized` flag is set (clean exit, which
@@ -313,17 +314,30 @@ public:
         // Order the flag stores before the loads of core's last progress() (Dekker, see top).
         heavy_barrier();
     }
+    // Wake-ups cost syscalls on the path of every message when ranks block (oversubscribed
+    // hosts), so the common case is kept to one: if a sender took our `sleeping` flag, its
+    // datagram is what woke us (or is on its way), and one recv consumes it. Otherwise we were
+    // woken by something else (a pidfd, another transport, the timeout) or did not sleep: then
+    // drain every datagram (a stale one from a slow sender would otherwise wake each later
+    // sleep at once) and look at the pidfds. A peer's death is never missed: its pidfd stays
+    // readable, so a sleep that skipped the check wakes again at once and does it.
     void finish_sleep() override {
         sleeping_ = false;
-        if (my_hdr_) aref(my_hdr_->sleeping).store(0, std::memory_order_relaxed);
+        bool by_sender =
+            my_hdr_ && aref(my_hdr_->sleeping).exchange(0, std::memory_order_acq_rel) == 0;
         for (Peer* p : rx_)
             if (p->waiting_set) {
                 aref(p->out_ctrl->sender_waiting).store(0, std::memory_order_relaxed);
                 p->waiting_set = false;
             }
+        if (wake_fd_ < 0) return;
         char buf[64];
-        while (wake_fd_ >= 0 && ::recv(wake_fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {}
-        check_now_ = true;  // the wake-up may have been a pidfd
+        if (by_sender) {
+            (void)::recv(wake_fd_, buf, sizeof buf, MSG_DONTWAIT);
+            return;
+        }
+        while (::recv(wake_fd_, buf, sizeof buf, MSG_DONTWAIT) > 0) {}
+        check_now_ = true;
     }
 
     bool supports_get() const override { return cma_ok_; }
@@ -841,7 +855,11 @@ Status ShmTransport::init(const JobInfo& job, base::Kvs& kvs, const std::vector<
     my_hdr_->expected_mappers = uint32_t(rx_.size());
     {
         int q = int(::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0));
+        // On an oversubscribed host ranks sleep on almost every message, and a membarrier
+        // per sleep (a syscall plus an IPI to every CPU running a rank) costs more than the
+        // fence it saves each sender: use fences there.
         membarrier_ =
+            job.local_ranks <= job.cores &&
             q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) && t_membarrier.get() &&
             ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
         my_hdr_->membarrier = membarrier_ ? 1 : 0;
