@@ -460,48 +460,75 @@ bool applicable(const Algo* al, int n, const Ctx& x) {
 // The default choice, by size. x.bytes: bcast/reduce/allreduce/scan: the whole message;
 // gather/scatter and alltoall: one rank's block; allgather(v), reduce_scatter(_block): the
 // total over all ranks.
+// The switch points, read once: Tunable::get() goes through std::call_once (thread-local
+// bookkeeping, ~50 instructions a call), and choose() runs on every collective call. They are
+// "agree" tunables fixed at start-up (nothing sets them later).
+struct Limits {
+    int64_t allgather_linear_procs;
+    int64_t allgather_short;
+    int64_t allreduce_linear;
+    int64_t allreduce_linear_procs;
+    int64_t allreduce_ring;
+    int64_t alltoall_bruck_procs;
+    int64_t alltoall_linear_procs;
+    int64_t alltoall_medium;
+    int64_t alltoall_short;
+    int64_t bcast_linear_procs;
+    int64_t bcast_long;
+    int64_t bcast_min_procs;
+    int64_t bcast_short;
+    int64_t gather_linear;
+    int64_t reduce_scatter_long;
+    int64_t reduce_short;
+};
+const Limits& limits() {
+    static const Limits l{t_allgather_linear_procs.get(), t_allgather_short.get(), t_allreduce_linear.get(), t_allreduce_linear_procs.get(), t_allreduce_ring.get(), t_alltoall_bruck_procs.get(), t_alltoall_linear_procs.get(), t_alltoall_medium.get(), t_alltoall_short.get(), t_bcast_linear_procs.get(), t_bcast_long.get(), t_bcast_min_procs.get(), t_bcast_short.get(), t_gather_linear.get(), t_reduce_scatter_long.get(), t_reduce_short.get()};
+    return l;
+}
+
 const Algo* choose(Kind k, int n, const Ctx& x) {
     const int64_t s = x.bytes;
+    const Limits& L = limits();
     switch (k) {
     case Kind::barrier: return pick(k, "dissemination");
     case Kind::bcast:
-        if (n <= t_bcast_linear_procs.get()) return pick(k, "linear");
-        if (s < t_bcast_short.get() || n < t_bcast_min_procs.get()) return pick(k, "binomial");
-        if (s < t_bcast_long.get() && is_pof2(n)) return pick(k, "scatter_rdb");
+        if (n <= L.bcast_linear_procs) return pick(k, "linear");
+        if (s < L.bcast_short || n < L.bcast_min_procs) return pick(k, "binomial");
+        if (s < L.bcast_long && is_pof2(n)) return pick(k, "scatter_rdb");
         return pick(k, "scatter_ring");
     case Kind::gather:
     case Kind::scatter:
-        return pick(k, s < t_gather_linear.get() ? "binomial" : "linear");
+        return pick(k, s < L.gather_linear ? "binomial" : "linear");
     case Kind::gatherv:
     case Kind::scatterv: return pick(k, "linear");
     case Kind::allgather:
-        if (n <= t_allgather_linear_procs.get()) return pick(k, "linear");
-        if (s < t_allgather_short.get())
+        if (n <= L.allgather_linear_procs) return pick(k, "linear");
+        if (s < L.allgather_short)
             return pick(k, is_pof2(n) ? "recursive_doubling" : "bruck");
         return pick(k, "ring");
     case Kind::allgatherv:
-        return pick(k, s < t_allgather_short.get() && is_pof2(n) ? "recursive_doubling" : "ring");
+        return pick(k, s < L.allgather_short && is_pof2(n) ? "recursive_doubling" : "ring");
     case Kind::alltoall:
-        if (s <= t_alltoall_short.get() && n >= t_alltoall_bruck_procs.get())
+        if (s <= L.alltoall_short && n >= L.alltoall_bruck_procs)
             return pick(k, "bruck");
-        if (s <= t_alltoall_medium.get() || n <= t_alltoall_linear_procs.get())
+        if (s <= L.alltoall_medium || n <= L.alltoall_linear_procs)
             return pick(k, "linear");
         return pick(k, "pairwise");
     case Kind::alltoallv:
     case Kind::alltoallw: return pick(k, "linear");
     case Kind::reduce:
-        if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "binomial");
+        if (!x.commutative || s <= L.reduce_short) return pick(k, "binomial");
         return pick(k, "reduce_scatter_gather");
     case Kind::allreduce:
-        if (s <= t_allreduce_linear.get() && n <= t_allreduce_linear_procs.get())
+        if (s <= L.allreduce_linear && n <= L.allreduce_linear_procs)
             return pick(k, "linear");
-        if (!x.commutative || s <= t_reduce_short.get()) return pick(k, "recursive_doubling");
-        if (s >= t_allreduce_ring.get()) return pick(k, "ring");
+        if (!x.commutative || s <= L.reduce_short) return pick(k, "recursive_doubling");
+        if (s >= L.allreduce_ring) return pick(k, "ring");
         return pick(k, "reduce_scatter_allgather");
     case Kind::reduce_scatter:
     case Kind::reduce_scatter_block:
         if (!x.commutative) return pick(k, "reduce_scatterv");
-        return pick(k, s < t_reduce_scatter_long.get() ? "recursive_halving" : "pairwise");
+        return pick(k, s < L.reduce_scatter_long ? "recursive_halving" : "pairwise");
     case Kind::scan:
     case Kind::exscan: return pick(k, "recursive_doubling");
     case Kind::count_: break;

@@ -107,7 +107,13 @@ public:
     std::vector<int64_t> eager_max;      // per world rank
     std::vector<int64_t> credit;         // bytes I may still send eagerly to each peer
     std::vector<int64_t> owed;           // credit I owe each peer
-    std::vector<int> owed_list;          // peers with owed > 0
+    // Peers that may have owed > 0, each listed at most once (owed_listed). credit_due: some
+    // peer's owed reached credit_due_at (credit_limit / 4), so return_credit() has work; it
+    // runs on every poll() and returns at once otherwise.
+    std::vector<int> owed_list;
+    std::vector<char> owed_listed;
+    bool credit_due = false;
+    int64_t credit_due_at = 0;
     std::vector<Inbound> inbound;
     std::vector<char> dead;
     std::vector<std::string> dead_why;
@@ -162,8 +168,12 @@ public:
         owed[peer] = 0;
     }
     void owe(int peer, int64_t n) {
-        if (owed[peer] == 0) owed_list.push_back(peer);
+        if (!owed_listed[peer]) {
+            owed_listed[peer] = 1;
+            owed_list.push_back(peer);
+        }
         owed[peer] += n;
+        if (owed[peer] >= credit_due_at) credit_due = true;
     }
     void maybe_complete(Request* r);
     void finish(Request* r);
