@@ -511,6 +511,40 @@ namespace {
 // whole child blocks arithmetically and descend only into the one child the prefix ends in, so
 // they cost O(depth x parts) even for types of billions of elements.
 
+// The traversal both walks share: consumes `left` units of one element of `t` (packed bytes
+// when BytesIn, else basic elements) and adds the other unit to `out`. Whole repetitions and
+// whole child blocks are skipped arithmetically; `basic(index, count)` handles a run of builtin
+// elements of a flat type (false: the prefix ended inside it); `inner(child)` descends into the
+// child the prefix ends in.
+template <bool BytesIn, class Basic, class Inner>
+void prefix_walk(const Datatype& t, int64_t& left, int64_t& out, Basic basic, Inner inner) {
+    auto in = [](const Datatype& d) { return BytesIn ? d.size : d.nelems; };
+    auto add = [](const Datatype& d) { return BytesIn ? d.nelems : d.size; };
+    if (t.flat_runs) {
+        for (const Run& r : t.runs)
+            if (!basic(r.basic, r.count) || left == 0) return;
+        return;
+    }
+    const int64_t rep_in = in(t) / t.reps, rep_add = add(t) / t.reps;
+    int64_t k = std::min(t.reps, left / rep_in);
+    out += k * rep_add;
+    left -= k * rep_in;
+    if (k == t.reps || left == 0) return;
+    for (const Part& p : t.parts) {
+        const Datatype& c = *p.type;
+        if (in(c) == 0) continue;
+        int64_t whole = std::min(p.blen, left / in(c));
+        out += whole * add(c);
+        left -= whole * in(c);
+        if (whole < p.blen) {
+            inner(c);
+            left = 0;
+            return;
+        }
+        if (left == 0) return;
+    }
+}
+
 // Packed bytes -> basic elements: adds to `n` the basic elements wholly inside the first `left`
 // bytes of one element of `t`; sets `partial` if the bytes end inside a basic element (a pair's
 // value part alone counts as one element).
@@ -533,29 +567,8 @@ void elems_in_bytes(const Datatype& t, int64_t& left, int64_t& n, bool& partial)
         left = 0;
         return false;
     };
-    if (t.flat_runs) {
-        for (const Run& r : t.runs)
-            if (!basic_prefix(r.basic, r.count) || left == 0) return;
-        return;
-    }
-    const int64_t rep_size = t.size / t.reps, rep_elems = t.nelems / t.reps;
-    int64_t k = std::min(t.reps, left / rep_size);
-    n += k * rep_elems;
-    left -= k * rep_size;
-    if (k == t.reps || left == 0) return;
-    for (const Part& p : t.parts) {
-        const Datatype& c = *p.type;
-        if (c.size == 0) continue;
-        int64_t whole = std::min(p.blen, left / c.size);
-        n += whole * c.nelems;
-        left -= whole * c.size;
-        if (whole < p.blen) {
-            elems_in_bytes(c, left, n, partial);
-            left = 0;
-            return;
-        }
-        if (left == 0) return;
-    }
+    prefix_walk<true>(t, left, n, basic_prefix,
+                      [&](const Datatype& c) { elems_in_bytes(c, left, n, partial); });
 }
 
 // Basic elements -> packed bytes: adds to `bytes` the size of the first `left` basic elements of
@@ -573,29 +586,8 @@ void bytes_of_elems(const Datatype& t, int64_t& left, int64_t& bytes) {
         left = 0;
         return false;
     };
-    if (t.flat_runs) {
-        for (const Run& r : t.runs)
-            if (!basic_prefix(r.basic, r.count) || left == 0) return;
-        return;
-    }
-    const int64_t rep_size = t.size / t.reps, rep_elems = t.nelems / t.reps;
-    int64_t k = std::min(t.reps, left / rep_elems);
-    bytes += k * rep_size;
-    left -= k * rep_elems;
-    if (k == t.reps || left == 0) return;
-    for (const Part& p : t.parts) {
-        const Datatype& c = *p.type;
-        if (c.nelems == 0) continue;
-        int64_t whole = std::min(p.blen, left / c.nelems);
-        bytes += whole * c.size;
-        left -= whole * c.nelems;
-        if (whole < p.blen) {
-            bytes_of_elems(c, left, bytes);
-            left = 0;
-            return;
-        }
-        if (left == 0) return;
-    }
+    prefix_walk<false>(t, left, bytes, basic_prefix,
+                       [&](const Datatype& c) { bytes_of_elems(c, left, bytes); });
 }
 }  // namespace
 
