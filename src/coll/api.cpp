@@ -147,6 +147,14 @@ int launch(Args& a, MPI_Request* req) {
     if (!m)
         return raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
                                    "%s: no collective module for %s", fname(), c->name.c_str()));
+    if (!req) {  // the module that implements the call may run it without a schedule
+        Module* impl = m;
+        while (impl && !impl->fn[int(a.kind)]) impl = impl->next;
+        if (impl && impl->direct[int(a.kind)]) {
+            int rc = impl->direct[int(a.kind)](impl, a);
+            if (rc != kDeclined) return rc == MPI_SUCCESS ? rc : raise(c, rc);
+        }
+    }
     Sched* s = sched_new();
     if (req) {  // the user may free derived types as soon as the call returns
         if (a.stype != MPI_DATATYPE_NULL) s->retain(a.stype);

@@ -62,9 +62,17 @@ struct Module;
 // raised). nullptr in a module's table: the module does not implement it (ask `next`).
 using CollFn = int (*)(Module* m, const Args& a, Sched& s);
 
+// Runs a *blocking* collective at once, without building a schedule first (small messages whose
+// data is already at hand), or returns kDeclined having done nothing (no tag taken, nothing
+// sent): the module's CollFn then builds the schedule as usual. Otherwise returns MPI_SUCCESS
+// or an error code (not raised). nullptr in Module::direct: always build.
+constexpr int kDeclined = -1;
+using DirectFn = int (*)(Module* m, const Args& a);
+
 struct Module {
     const char* name = "";
     CollFn fn[kKinds] = {};
+    DirectFn direct[kKinds] = {};        // optional, per collective (see DirectFn)
     Module* next = nullptr;              // lower-priority module (fallback)
     void (*destroy)(Module* m) = nullptr;
 };

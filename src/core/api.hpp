@@ -15,7 +15,10 @@ namespace wanmpi::core {
 
 extern std::atomic<bool> g_thread_multiple;
 extern std::recursive_mutex g_api_lock;
-extern thread_local const char* t_api_name;
+// initial-exec: read and written twice per MPI call; the default model for a shared library
+// (general dynamic) costs a __tls_get_addr call each time. The variable is one pointer, well
+// within the static TLS surplus glibc keeps for libraries loaded later with dlopen (mpi4py).
+extern thread_local const char* t_api_name __attribute__((tls_model("initial-exec")));
 // 0 = before MPI_Init, 1 = initialized, 2 = finalized
 extern std::atomic<int> g_init_state;
 

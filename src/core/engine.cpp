@@ -448,6 +448,56 @@ int Engine::start_send(Request* r) {
     return MPI_SUCCESS;
 }
 
+// Requestless eager send (engine.hpp). The same frame start_send() would build for a standard
+// eager send of a contiguous buffer, but credit and the owed count are only committed once the
+// transport took the frame, so "not sent" leaves no trace and the caller's fallback request
+// goes out next, in order. sreq is 0: a blocking send cannot be cancelled, and 0 never names a
+// request (request index 0 is MPI_REQUEST_NULL), so a stray CANCEL cannot hit it.
+int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64_t bytes,
+             bool* sent) {
+    *sent = false;
+    int w = comm->peer_world(peer);
+    if (g->dead[w])
+        return make_error(MPIX_ERR_PROC_FAILED, "cannot send to rank %d: %s", w,
+                          g->dead_why[w].c_str());
+    int64_t cost = bytes + kMsgCost;
+    Transport* t = g->route[w];
+    if (bytes > g->eager_max[w] || g->credit[w] < cost || uint64_t(bytes) > t->max_inline())
+        return MPI_SUCCESS;
+    Hdr h;
+    h.type = F_EAGER;
+    h.ctx = ctx;
+    h.src = comm->rank;
+    h.tag = tag;
+    h.size = uint64_t(bytes);
+    h.credit = uint64_t(g->owed[w]);
+    uint8_t hb[transport::kHeaderSize];
+    encode(h, hb);
+    SendResult res = t->try_send(w, hb, buf, uint64_t(bytes));
+    if (res == SendResult::failed)
+        return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
+                          g->dead_why[w].c_str());
+    if (res == SendResult::done) {
+        g->credit[w] -= cost;
+        g->owed[w] = 0;
+        *sent = true;
+    }
+    return MPI_SUCCESS;
+}
+
+// Requestless receive from the unexpected queue (engine.hpp): only the simplest case, the first
+// matching message being a whole, non-synchronous eager message of exactly `bytes` bytes; every
+// other case (and "none yet") is left to a real request, which handles errors and protocols.
+bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t bytes) {
+    Unexp* u = find_unexpected(ctx, src, tag, false);
+    if (!u || u->rts || u->sync || !u->data_complete || u->size != bytes) return false;
+    g->unexp_unlink(u);
+    if (bytes > 0) std::memcpy(buf, u->data, size_t(bytes));
+    g->owe(u->world_src, bytes + kMsgCost);
+    unexp_delete(u);
+    return true;
+}
+
 void Engine::send_data(Request* r, uint64_t rreq, int64_t want) {
     int w = r->world_peer;
     Transport* t = route[w];

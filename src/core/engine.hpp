@@ -188,6 +188,21 @@ void wait_until(bool (*done)(void*), void* ctx);   // spin, then block in the ke
 int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
               Comm* comm, Request** out);
 
+// ---- requestless fast paths (small blocking collectives, blocking sends) -------------------
+// send_now: sends the `bytes` contiguous bytes at `buf` to rank `peer` of `comm` (not
+// MPI_PROC_NULL) in context `ctx` with `tag`, as one eager frame, at once and without a request,
+// if the peer's eager credit, the route's inline limit and its queue allow. *sent says whether
+// it did; when it did not, nothing was sent or charged, and the caller posts a request instead
+// (which then goes out after everything sent before: order is kept). Returns MPI_SUCCESS or an
+// error code, not raised (dead peer).
+int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64_t bytes,
+             bool* sent);
+// recv_now: receives from rank `src` of the communicator (not MPI_ANY_SOURCE) with `tag` in
+// context `ctx` into the contiguous `buf`, when the first matching unexpected message is a whole
+// non-synchronous eager message of exactly `bytes` bytes; returns false, having changed nothing,
+// in every other case (the caller then posts a request, which deals with the rest).
+bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t bytes);
+
 // ---- probe / matched receive ----------------------------------------------------------------
 Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove);
 void status_of_unexp(const Unexp* u, MPI_Status* st);

@@ -369,7 +369,7 @@ int raise_file(MPI_File fh, int code) {
 
 std::atomic<bool> g_thread_multiple{false};
 std::recursive_mutex g_api_lock;
-thread_local const char* t_api_name = nullptr;
+thread_local const char* t_api_name __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<int> g_init_state{0};
 
 }  // namespace wanmpi::core
