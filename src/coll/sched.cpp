@@ -11,6 +11,8 @@
 #include "base/tunables.hpp"
 #include "coll/reduce_fast.hpp"
 #include "core/api.hpp"
+#include "core/datatype.hpp"
+#include "core/engine.hpp"
 #include "core/errors.hpp"
 
 namespace wanmpi::coll {
@@ -252,6 +254,29 @@ void Sched::start_round() {
         switch (st.t) {
         case Step::T::send:
         case Step::T::recv: {
+            // Small contiguous messages first try the requestless paths (engine.hpp): an eager
+            // frame straight into the transport, a whole eager message taken from the
+            // unexpected queue. A request costs ~500 instructions, more than a small message's
+            // whole trip; the request path below handles everything else, in the same order.
+            if (st.peer >= 0) {
+                const core::Datatype* d = core::datatype_lookup(st.dt);
+                if (d && d->contig) {
+                    const int64_t bytes = st.count * d->size;
+                    const uint32_t ctx = st.comm->ctx + 1;
+                    if (st.t == Step::T::recv) {
+                        if (core::recv_now(ctx, st.peer, st.tag, st.dst, bytes)) break;
+                    } else {
+                        bool sent = false;
+                        int rc = core::send_now(st.comm, ctx, st.peer, st.tag, st.src, bytes,
+                                                &sent);
+                        if (rc != MPI_SUCCESS) {
+                            err_ = rc;
+                            break;
+                        }
+                        if (sent) break;
+                    }
+                }
+            }
             Request* r = nullptr;
             int rc = core::coll_post(st.t == Step::T::send ? core::ReqKind::send
                                                            : core::ReqKind::recv,

@@ -1,5 +1,5 @@
-/* bcast_mixed: MPI_Bcast where ranks describe the same data differently, and under flow
- * control.
+/* small_flow: small collectives where ranks describe the same data differently, and under
+ * flow control.
  *
  * Standard MPI only. What it checks (each against values computed here):
  *  1. Mixed datatypes: with the same type signature, some ranks pass a contiguous type and others
@@ -12,7 +12,10 @@
  *  3. Interleaving: a nonblocking Ibcast is outstanding while blocking Bcasts run on the same
  *     communicator; collectives match in call order.
  *  4. Sub-communicators of every size (Comm_split), where the tree shapes differ.
- * Usage: bcast_mixed [-q]   (-q: fewer sizes)
+ *  5. Alltoall the same ways: mixed types, a flood of blocking calls while one rank sleeps, and
+ *     many nonblocking Ialltoalls outstanding at once (an MPI may move small messages without
+ *     requests; each message must still land in its own call's buffer).
+ * Usage: small_flow [-q]   (-q: fewer sizes)
  */
 #include <mpi.h>
 
@@ -113,6 +116,82 @@ static void interleaved(MPI_Comm comm)
     for (int i = 0; i < 300; ++i) CHECK(c[i] == 7 * i, "interleaved bcast c[%d] = %d", i, c[i]);
 }
 
+/* Alltoall of `n` ints per block; ranks with odd (rank + salt) receive with a strided type. */
+static void a2a_mixed(MPI_Comm comm, int n, int salt)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *sb = malloc(sizeof(int) * (size_t)(n * size));
+    int *rb = malloc(sizeof(int) * (size_t)(2 * n * size + 1));
+    for (int p = 0; p < size; ++p)
+        for (int i = 0; i < n; ++i) sb[p * n + i] = value(rank, p * n + i, salt);
+    for (int i = 0; i < 2 * n * size + 1; ++i) rb[i] = -1;
+    if ((rank + salt) % 2) {
+        MPI_Datatype v, vr;
+        MPI_Type_vector(n, 1, 2, MPI_INT, &v);
+        MPI_Type_create_resized(v, 0, (MPI_Aint)(2 * n * sizeof(int)), &vr);
+        MPI_Type_commit(&vr);
+        MPI_Alltoall(sb, n, MPI_INT, rb, 1, vr, comm);
+        MPI_Type_free(&vr);
+        MPI_Type_free(&v);
+        for (int p = 0; p < size; ++p)
+            for (int i = 0; i < n; ++i) {
+                CHECK(rb[2 * (p * n + i)] == value(p, rank * n + i, salt),
+                      "a2a mixed n=%d: strided block %d [%d] = %d", n, p, i, rb[2 * (p * n + i)]);
+                CHECK(rb[2 * (p * n + i) + 1] == -1, "a2a mixed n=%d: hole overwritten", n);
+            }
+    } else {
+        MPI_Alltoall(sb, n, MPI_INT, rb, n, MPI_INT, comm);
+        for (int p = 0; p < size; ++p)
+            for (int i = 0; i < n; ++i)
+                CHECK(rb[p * n + i] == value(p, rank * n + i, salt),
+                      "a2a mixed n=%d: block %d [%d] = %d, want %d", n, p, i, rb[p * n + i],
+                      value(p, rank * n + i, salt));
+        CHECK(rb[n * size] == -1, "a2a mixed n=%d: wrote past the end", n);
+    }
+    free(sb);
+    free(rb);
+}
+
+/* Blocking alltoalls back to back while rank 0 sleeps first, then `nb` Ialltoalls at once. */
+static void a2a_flood(MPI_Comm comm, int count, int nb)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *sb = malloc(sizeof(int) * (size_t)size), *rb = malloc(sizeof(int) * (size_t)size);
+    if (rank == 0) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int k = 0; k < count; ++k) {
+        for (int p = 0; p < size; ++p) sb[p] = k * 1000 + rank * 10 + p;
+        MPI_Alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, comm);
+        for (int p = 0; p < size; ++p)
+            if (rb[p] != k * 1000 + p * 10 + rank) {
+                CHECK(0, "a2a flood %d: from %d got %d", k, p, rb[p]);
+                break;
+            }
+    }
+    int *nsb = malloc(sizeof(int) * (size_t)(size * nb)), *nrb = malloc(sizeof(int) * (size_t)(size * nb));
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)nb);
+    for (int k = 0; k < nb; ++k) {
+        for (int p = 0; p < size; ++p) nsb[k * size + p] = k * 1000 + rank * 10 + p;
+        MPI_Ialltoall(nsb + k * size, 1, MPI_INT, nrb + k * size, 1, MPI_INT, comm, &rq[k]);
+    }
+    MPI_Waitall(nb, rq, MPI_STATUSES_IGNORE);
+    for (int k = 0; k < nb; ++k)
+        for (int p = 0; p < size; ++p)
+            CHECK(nrb[k * size + p] == k * 1000 + p * 10 + rank, "ialltoall %d: from %d got %d",
+                  k, p, nrb[k * size + p]);
+    free(sb);
+    free(rb);
+    free(nsb);
+    free(nrb);
+    free(rq);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, quick = argc > 1 && !strcmp(argv[1], "-q");
@@ -129,6 +208,9 @@ int main(int argc, char **argv)
     flood(MPI_COMM_WORLD, quick ? 3000 : 10000, 8);
     flood(MPI_COMM_WORLD, quick ? 300 : 1000, 3000);
     interleaved(MPI_COMM_WORLD);
+    for (int salt = 0; salt < 2; ++salt)
+        for (int k = 0; k < nints; ++k) a2a_mixed(MPI_COMM_WORLD, ints[k], salt);
+    a2a_flood(MPI_COMM_WORLD, quick ? 2000 : 5000, 200);
 
     /* every sub-communicator size: ranks 0..s-1 in one, the rest in another */
     for (int s = 1; s < size; ++s) {
@@ -143,7 +225,7 @@ int main(int argc, char **argv)
 
     int all = 0;
     MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf(all ? "bcast_mixed: %d errors\n" : " No Errors\n", all);
+    if (rank == 0) printf(all ? "small_flow: %d errors\n" : " No Errors\n", all);
     MPI_Finalize();
     return all != 0;
 }
