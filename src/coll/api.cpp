@@ -141,8 +141,10 @@ int chk_req(MPI_Request* r) {
 int launch(Args& a, MPI_Request* req) {
     Comm* c = a.comm;
     a.nonblocking = req != nullptr;
-    if (a.stype != MPI_DATATYPE_NULL) a.st = ty_of(a.stype);
-    if (a.rtype != MPI_DATATYPE_NULL) a.rt = a.rtype == a.stype ? a.st : ty_of(a.rtype);
+    // (a caller that already looked a type up leaves it in a.st / a.rt)
+    if (a.stype != MPI_DATATYPE_NULL && a.st.h != a.stype) a.st = ty_of(a.stype);
+    if (a.rtype != MPI_DATATYPE_NULL && a.rt.h != a.rtype)
+        a.rt = a.rtype == a.stype ? a.st : ty_of(a.rtype);
     Module* m = modules_of(c);
     if (!m)
         return raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
@@ -196,12 +198,13 @@ int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MP
     COMM(comm);
     if (nb) CHECK(chk_req(req));
     CHECK(chk_root(c, root));
+    Args a;
     if (role_of(c, root) != Role::idle) {
         CHECK(chk_count(count, "count"));
-        CHECK(chk_type(dt, "datatype"));
+        a.rt = ty_of(dt);  // one lookup for the check and the call (the hot small-Bcast path)
+        if (!a.rt.d) CHECK(chk_type(dt, "datatype"));
         CHECK(no_in_place(buf, "the buffer"));
     }
-    Args a;
     a.kind = Kind::bcast;
     a.comm = c;
     a.rbuf = buf;

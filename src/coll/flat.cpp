@@ -654,77 +654,91 @@ base::Tunable<int64_t> t_direct_max(
     "sends and receives without building a schedule when the data and the eager credit are "
     "there (0 = always build the schedule).", base::Level::tuner);
 
+// This rank's place in the broadcast tree: the parent (-1 at the root) and the children in the
+// order the schedule sends to them (bcast_linear, bcast_binomial). ok = false: no direct path.
+struct BcastPlan {
+    int n = -1, rank = -1, root = -1;
+    int64_t bytes = -1;
+    bool ok = false;
+    int parent = -1;
+    int nchildren = 0;
+    int children[32];
+};
+
+// The plan for (ranks, rank, root, bytes), remembered for the last combination: a loop of
+// equal broadcasts, the common case, then pays a few comparisons instead of the choice.
+const BcastPlan& bcast_plan(int n, int r, int root, int64_t bytes, const Ty& t) {
+    static BcastPlan p;
+    if (p.n == n && p.rank == r && p.root == root && p.bytes == bytes) return p;
+    p = BcastPlan();
+    p.n = n;
+    p.rank = r;
+    p.root = root;
+    p.bytes = bytes;
+    Ctx x;
+    x.rt = t;
+    x.bytes = bytes;
+    const Algo* al = forced(Kind::bcast);
+    if (al && !applicable(al, n, x)) al = nullptr;
+    if (!al) al = choose(Kind::bcast, n, x);
+    const int rr = (r - root + n) % n;
+    if (al && al->build == w_bcast_linear && n <= 33) {
+        p.ok = true;
+        if (rr != 0) p.parent = root;
+        else
+            for (int i = 1; i < n; ++i) p.children[p.nchildren++] = (root + i) % n;
+    } else if (al && al->build == w_bcast_binomial) {
+        p.ok = true;
+        int mask = 1;
+        for (; mask < n; mask <<= 1)
+            if (rr & mask) {
+                p.parent = (r - mask + n) % n;
+                break;
+            }
+        for (mask >>= 1; mask > 0; mask >>= 1)
+            if (rr + mask < n) p.children[p.nchildren++] = (r + mask) % n;
+    }
+    return p;
+}
+
 int flat_direct_bcast(Module*, const Args& a) {
     core::Comm* c = a.comm;
-    const int n = c->size, r = c->rank;
+    const int n = c->size;
     const int64_t bytes = a.rcount * a.rt.size;
     static const int64_t max_bytes = t_direct_max.get();
     if (!a.rt.contig || bytes <= 0 || bytes > max_bytes || n < 2) return kDeclined;
-    Ctx x;
-    x.rt = a.rt;
-    x.bytes = bytes;
-    // The choice for the last (size, ranks) seen: a loop of equal broadcasts asks every time.
-    static int64_t memo_bytes = -1;
-    static int memo_n = 0;
-    static const Algo* memo_al = nullptr;
-    const Algo* al = memo_al;
-    if (bytes != memo_bytes || n != memo_n) {
-        al = forced(Kind::bcast);
-        if (al && !applicable(al, n, x)) al = nullptr;
-        if (!al) al = choose(Kind::bcast, n, x);
-        memo_bytes = bytes;
-        memo_n = n;
-        memo_al = al;
-    }
-    if (!al || (al->build != w_bcast_linear && al->build != w_bcast_binomial)) return kDeclined;
-    if (al->build == w_bcast_linear && n > 33) return kDeclined;  // children[] below
+    const BcastPlan& p = bcast_plan(n, c->rank, a.root, bytes, a.rt);
+    if (!p.ok) return kDeclined;
 
     const int tag = int(c->coll_seq++ & 0x3fffffff);  // as flat_build: one tag per call
     const uint32_t ctx = c->ctx + 1;                   // the collective context (coll_post)
     char* buf = static_cast<char*>(a.rbuf);
-    // This rank's place in the tree: the parent (-1 at the root), and the children in the order
-    // the schedule sends to them (bcast_linear, bcast_binomial).
-    const int rr = (r - a.root + n) % n;
-    int parent = -1, mask = 1;
-    int children[32];
-    int nchildren = 0;
-    if (al->build == w_bcast_linear) {
-        if (rr != 0) parent = a.root;
-        else
-            for (int i = 1; i < n; ++i) children[nchildren++] = (a.root + i) % n;
-    } else {
-        for (; mask < n; mask <<= 1)
-            if (rr & mask) {
-                parent = (r - mask + n) % n;
-                break;
-            }
-        for (mask >>= 1; mask > 0; mask >>= 1)
-            if (rr + mask < n) children[nchildren++] = (r + mask) % n;
-    }
-
-    Sched* s = nullptr;
-    auto rest = [&](int first_child, bool with_recv) {  // the schedule of the remaining steps
-        s = sched_new();
-        s->allow_yield(yield_size_ok(a, x, n));
-        Bld b(*s, c, tag);
-        if (with_recv) {
-            b.recv(parent, buf, a.rcount, a.rt.h);
-            b.next();
-        }
-        for (int i = first_child; i < nchildren; ++i) b.send(children[i], buf, a.rcount, a.rt.h);
-        b.next();
-        return run_blocking(s);
-    };
-    if (parent >= 0 && !core::recv_now(ctx, parent, tag, buf, bytes)) {
+    int first = 0;  // first child not served yet
+    if (p.parent >= 0 && !core::recv_now(ctx, p.parent, tag, buf, bytes)) {
         core::poll();  // it may be in a transport's queue: one pass moves it to the unexpected list
-        if (!core::recv_now(ctx, parent, tag, buf, bytes)) return rest(0, true);
+        if (!core::recv_now(ctx, p.parent, tag, buf, bytes)) first = -1;
     }
-    for (int i = 0; i < nchildren; ++i) {
+    for (; first >= 0 && first < p.nchildren; ++first) {
         bool sent = false;
-        if (int rc = core::send_now(c, ctx, children[i], tag, buf, bytes, &sent)) return rc;
-        if (!sent) return rest(i, false);
+        if (int rc = core::send_now(c, ctx, p.children[first], tag, buf, bytes, &sent)) return rc;
+        if (!sent) break;
     }
-    return MPI_SUCCESS;
+    if (first == p.nchildren) return MPI_SUCCESS;
+    // The rest as a schedule with the same tag: the receive (if it did not happen) and the
+    // children not served yet. (p may change under run_blocking: copy what it needs first.)
+    Sched* s = sched_new();
+    Ctx x;
+    x.bytes = bytes;
+    s->allow_yield(yield_size_ok(a, x, n));
+    Bld b(*s, c, tag);
+    if (first < 0) {
+        b.recv(p.parent, buf, a.rcount, a.rt.h);
+        b.next();
+        first = 0;
+    }
+    for (int i = first; i < p.nchildren; ++i) b.send(p.children[i], buf, a.rcount, a.rt.h);
+    b.next();
+    return run_blocking(s);
 }
 
 Module* flat_query(core::Comm* comm) {

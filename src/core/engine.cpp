@@ -486,14 +486,15 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
 }
 
 // Requestless receive from the unexpected queue (engine.hpp): only the simplest case, the first
-// matching message being a whole, non-synchronous eager message of exactly `bytes` bytes; every
-// other case (and "none yet") is left to a real request, which handles errors and protocols.
-bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t bytes) {
+// matching message being a whole, non-synchronous eager message that fits; every other case
+// (and "none yet") is left to a real request, which handles errors (truncation) and protocols.
+bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t cap, MPI_Status* st) {
     Unexp* u = find_unexpected(ctx, src, tag, false);
-    if (!u || u->rts || u->sync || !u->data_complete || u->size != bytes) return false;
+    if (!u || u->rts || u->sync || !u->data_complete || u->size > cap) return false;
     g->unexp_unlink(u);
-    if (bytes > 0) std::memcpy(buf, u->data, size_t(bytes));
-    g->owe(u->world_src, bytes + kMsgCost);
+    if (u->size > 0) std::memcpy(buf, u->data, size_t(u->size));
+    g->owe(u->world_src, u->size + kMsgCost);
+    status_of_unexp(u, st);
     unexp_delete(u);
     return true;
 }

@@ -198,10 +198,12 @@ int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int
 int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64_t bytes,
              bool* sent);
 // recv_now: receives from rank `src` of the communicator (not MPI_ANY_SOURCE) with `tag` in
-// context `ctx` into the contiguous `buf`, when the first matching unexpected message is a whole
-// non-synchronous eager message of exactly `bytes` bytes; returns false, having changed nothing,
-// in every other case (the caller then posts a request, which deals with the rest).
-bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t bytes);
+// context `ctx` into the contiguous `buf` of `cap` bytes, when the first matching unexpected
+// message is a whole non-synchronous eager message of at most `cap` bytes; fills `st` (source,
+// tag, count; may be MPI_STATUS_IGNORE). Returns false, having changed nothing, in every other case (the caller then posts
+// a request, which deals with the rest: rendezvous, synchronous mode, truncation).
+bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t cap,
+              MPI_Status* st = MPI_STATUS_IGNORE);
 
 // ---- probe / matched receive ----------------------------------------------------------------
 Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove);

@@ -46,7 +46,27 @@ int post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer
          MPI_Comm comm, Mode mode, MPI_Request* out, bool persistent, MPI_Status* st,
          bool coll = false) {
     GET_COMM(c, comm);
-    if (out == nullptr && st == nullptr && kind == ReqKind::recv) {}
+    // Blocking standard sends and receives of contiguous data from/to a named rank first try the
+    // requestless paths (engine.hpp): one eager frame straight into the transport; a whole eager
+    // message already waiting in the unexpected queue. Everything else (no credit, a full queue,
+    // rendezvous, synchronous senders, truncation, wildcards, bad arguments) takes a request
+    // below, which also reports the errors.
+    if (!out && !persistent && peer >= 0 && peer < c->remote_size() && tag >= 0 &&
+        (kind == ReqKind::recv || mode == Mode::standard)) {
+        const Datatype* d = datatype_lookup(dt);
+        if (d && d->contig && count >= 0) {
+            const uint32_t ctx = coll ? c->ctx + 1 : c->ctx;
+            if (kind == ReqKind::send) {
+                bool sent = false;
+                int rc = send_now(c, ctx, peer, tag, buf, count * d->size, &sent);
+                if (rc != MPI_SUCCESS) return raise(c, rc);
+                if (sent) return MPI_SUCCESS;
+            } else {
+                if (recv_now(ctx, peer, tag, const_cast<void*>(buf), count * d->size, st))
+                    return MPI_SUCCESS;
+            }
+        }
+    }
     Request* r = request_new(kind);
     if (!r) return raise(c, make_error(MPI_ERR_INTERN, "out of request handles"));
     int rc = request_setup(r, buf, count, dt, peer, tag, c, mode);
