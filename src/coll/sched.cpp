@@ -31,11 +31,11 @@ static base::Tunable<int64_t> t_yield_max_bytes(
     "of sleeping; larger ones sleep, leaving the CPU to the ranks that copy the data.",
     base::Level::tuner);
 static base::Tunable<int64_t> t_spin_us(
-    "COLL", "SPIN_US", 0,
+    "COLL", "SPIN_US", -1,
     "A rank waiting in a blocking collective polls this many microseconds after the last "
-    "progress before it starts yielding the CPU (see COLL_YIELD_US). Helps only when every "
-    "rank has a core of its own and the host is otherwise idle; measured on a loaded 2-core "
-    "host it made 2-rank collectives slower, hence 0 (yield at once).",
+    "progress before it starts yielding the CPU (see COLL_YIELD_US). -1 = as point-to-point "
+    "waits (PROGRESS_SPIN_US): poll when every rank has a core of its own, yield at once when "
+    "the host is oversubscribed (a yield then hands the core to the rank we wait for).",
     base::Level::tuner);
 static base::Tunable<int64_t> t_yield_slow_us(
     "COLL", "YIELD_SLOW_US", 200,
@@ -394,7 +394,8 @@ int run_blocking(Sched* s) {
             // not running: then sleep until a message arrives.
             int64_t deadline = now + idle_ns;
             int64_t yielded_ns = -1;  // duration of the previous yield, until judged
-            static const int64_t spin_ns = t_spin_us.get() * 1000;
+            static const int64_t spin_ns =
+                t_spin_us.get() < 0 ? core::progress_spin_ns() : t_spin_us.get() * 1000;
             int64_t last_ns = now;  // last progress
             for (;;) {
                 int n = core::poll();

@@ -1205,6 +1205,7 @@ int universe_size() {
 int appnum() { return g->pmi->appnum(); }
 
 int cluster_count() { return g ? g->nclusters : 1; }
+int64_t progress_spin_ns() { return g ? g->spin_ns : 0; }
 int cluster_of(int world_rank) {
     return g && !g->cluster_of.empty() ? g->cluster_of[size_t(world_rank)] : 0;
 }

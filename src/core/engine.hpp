@@ -177,6 +177,9 @@ int poll();                                        // one pass over all transpor
 // collectives asynchronous progress). Returns how much progress it made (0 = none).
 void add_progress_hook(int (*hook)());
 void wait_until(bool (*done)(void*), void* ctx);   // spin, then block in the kernel
+// How long a waiting rank polls before it yields or sleeps (WANMPI_PROGRESS_SPIN_US, resolved:
+// automatic = 50 us when this host has no more ranks than cores, else 0).
+int64_t progress_spin_ns();
 
 // ---- point-to-point for collectives ----------------------------------------------------------
 // Start a send or receive in the communicator's collective context (ctx + 1: never matches user
