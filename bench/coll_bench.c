@@ -14,7 +14,8 @@
  * every rank; the sample's latency is the slowest rank's batch time / inner (MPI_MAX over ranks,
  * computed after the timing). The reported value is the median over the samples, which is robust
  * against the scheduler noise of an oversubscribed machine. `inner` is chosen so a batch lasts
- * about a millisecond. The result of each collective is checked once per size (outside the timing).
+ * about a millisecond. Before that, each size is warmed up (OSU-style): 200 calls or 20 ms,
+ * whichever is longer, at most 100 ms. The result of each collective is checked once per size (outside the timing).
  * Output, from rank 0, one line per size: "<coll> <bytes> <median_us> <min_us> <samples>".
  */
 #include <mpi.h>
@@ -173,8 +174,25 @@ int main(int argc, char **argv)
             for (int r = 0; r < size; ++r) rcounts[r] = (int)(bytes / 4 / (size_t)size);
         errors += check(coll, bytes);
         memset(sbuf, 1, max * per + 64);
+        /* Warm up, as OSU's benchmarks do (their `skip` iterations): 200 calls or 20 ms,
+         * whichever lasts longer, but at most 100 ms; every rank stops together (rank 0
+         * decides). The first size measured after start-up is otherwise biased, in both
+         * directions depending on the MPI: one-time costs (first touches of shared-memory pages,
+         * lazily set-up channels) land in it, and the ranks' placement on the cores has not
+         * settled yet. */
+        {
+            double tw = MPI_Wtime();
+            int more = 1;
+            for (i = 0; more; ++i) {
+                run(coll, bytes);
+                if (i % 10 == 9) {
+                    double el = MPI_Wtime() - tw;
+                    more = (i < 200 || el < 0.02) && el < 0.1;
+                    MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+                }
+            }
+        }
         /* Calibrate: time a few calls to pick `inner` (about 1 ms per batch). */
-        for (i = 0; i < 2; ++i) run(coll, bytes);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (i = 0; i < 3; ++i) run(coll, bytes);
