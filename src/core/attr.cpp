@@ -407,10 +407,6 @@ __attribute__((visibility("default"))) int MPIX_Win_dup_fn(MPI_Win, int, void*, 
 namespace wanmpi::impl {
 using namespace wanmpi::core;
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x",        \
-                                             unsigned(h)))
 // Any live datatype, committed or not (attributes may be cached on uncommitted types).
 #define CHECK_TYPE(t)                                                                          \
     if (!datatype_get(t))                                                                      \
@@ -428,15 +424,15 @@ int Comm_free_keyval(int* comm_keyval) {
     return raise(nullptr, keyval_free(AttrKind::comm, comm_keyval));
 }
 int Comm_set_attr(MPI_Comm comm, int comm_keyval, void* attribute_val) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     return raise(c, attr_set(AttrKind::comm, c->handle, comm_keyval, attribute_val));
 }
 int Comm_get_attr(MPI_Comm comm, int comm_keyval, void* attribute_val, int* flag) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     return raise(c, attr_get(AttrKind::comm, c->handle, comm_keyval, attribute_val, flag));
 }
 int Comm_delete_attr(MPI_Comm comm, int comm_keyval) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     return raise(c, attr_delete(AttrKind::comm, c->handle, comm_keyval));
 }
 

@@ -241,24 +241,19 @@ int comm_finish(Comm* parent, int rc, Comm* nc, MPI_Comm* newcomm) {
 namespace wanmpi::impl {
 using namespace wanmpi::core;
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x%s",      \
-                                             unsigned(h),                                      \
-                                             (h) == MPI_COMM_NULL ? " (MPI_COMM_NULL)" : ""))
 
 #define CHECK_PTR(c, p, what)                                                                 \
     if (!(p)) return raise(c, make_error(MPI_ERR_ARG, "null pointer passed as " what))
 
 int Comm_rank(MPI_Comm comm, int* rank) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, rank, "rank");
     *rank = c->rank;
     return MPI_SUCCESS;
 }
 
 int Comm_size(MPI_Comm comm, int* size) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, size, "size");
     *size = c->size;
     return MPI_SUCCESS;
@@ -283,7 +278,7 @@ static Task dup_task(Parent p, Comm* nc) {
 
 static int dup_common(MPI_Comm comm, bool with_info, MPI_Info info, MPI_Comm* newcomm,
                       MPI_Request* request) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     Comm* nc = dup_object(c);
     nc->info = info_dup_or_null(with_info ? info : c->info);
@@ -338,7 +333,7 @@ int Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm* newcomm, MPI_Req
 
 // ---- split --------------------------------------------------------------------------------------
 int Comm_split(MPI_Comm comm, int color, int key, MPI_Comm* newcomm) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     if (color < 0 && color != MPI_UNDEFINED)
         return raise(c, make_error(MPI_ERR_ARG, "invalid color %d (must be >= 0 or "
@@ -360,7 +355,7 @@ static std::string info_value(MPI_Info info, const char* key) {
 }
 
 int Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     if (c->inter)
         return raise(c, make_error(MPI_ERR_COMM, "MPI_Comm_split_type needs an "
@@ -406,7 +401,7 @@ static bool subset_of(const Group* g, const std::vector<int>& world) {
 }
 
 int Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* newcomm) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     const Group* g = group_lookup(group);
     if (!g)
@@ -437,7 +432,7 @@ static Task create_group_task(Members m, AgreeKey key, MPI_Errhandler eh, std::v
 }
 
 int Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm* newcomm) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     if (c->inter)
         return raise(c, make_error(MPI_ERR_COMM, "MPI_Comm_create_group needs an "
@@ -512,7 +507,7 @@ int Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info
 // ---- free, compare, queries ---------------------------------------------------------------------
 int Comm_free(MPI_Comm* comm) {
     if (!comm) return raise(nullptr, make_error(MPI_ERR_ARG, "null communicator pointer"));
-    GET_COMM(c, *comm);
+    WANMPI_GET_COMM(c, *comm);
     if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
         return raise(c, make_error(MPI_ERR_COMM, "%s cannot be freed", c->name.c_str()));
     if (int rc = attr_comm_delete_all(c); rc != MPI_SUCCESS) return raise(c, rc);
@@ -527,7 +522,7 @@ static bool only_user_ref(void* p) { return static_cast<Comm*>(p)->refs <= 1; }
 // MPI_Comm_disconnect: MPI_Comm_free once every pending operation on the communicator is done.
 int Comm_disconnect(MPI_Comm* comm) {
     if (!comm) return raise(nullptr, make_error(MPI_ERR_ARG, "null communicator pointer"));
-    GET_COMM(c, *comm);
+    WANMPI_GET_COMM(c, *comm);
     if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
         return raise(c, make_error(MPI_ERR_COMM, "%s cannot be disconnected", c->name.c_str()));
     wait_until(only_user_ref, c);
@@ -545,8 +540,8 @@ static int compare_lists(const std::vector<int>& a, const std::vector<int>& b) {
 }
 
 int Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
-    GET_COMM(c1, comm1);
-    GET_COMM(c2, comm2);
+    WANMPI_GET_COMM(c1, comm1);
+    WANMPI_GET_COMM(c2, comm2);
     CHECK_PTR(c1, result, "result");
     if (c1 == c2) {
         *result = MPI_IDENT;
@@ -563,14 +558,14 @@ int Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int* result) {
 }
 
 int Comm_test_inter(MPI_Comm comm, int* flag) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, flag, "flag");
     *flag = c->inter;
     return MPI_SUCCESS;
 }
 
 int Comm_remote_size(MPI_Comm comm, int* size) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, size, "size");
     if (!c->inter)
         return raise(c, make_error(MPI_ERR_COMM, "MPI_Comm_remote_size needs an "
@@ -580,14 +575,14 @@ int Comm_remote_size(MPI_Comm comm, int* size) {
 }
 
 int Comm_group(MPI_Comm comm, MPI_Group* group) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, group, "group");
     *group = group_make(c->world);
     return MPI_SUCCESS;
 }
 
 int Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, group, "group");
     if (!c->inter)
         return raise(c, make_error(MPI_ERR_COMM, "MPI_Comm_remote_group needs an "
@@ -597,14 +592,14 @@ int Comm_remote_group(MPI_Comm comm, MPI_Group* group) {
 }
 
 int Comm_set_name(MPI_Comm comm, const char* comm_name) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, comm_name, "comm_name");
     c->name.assign(comm_name, strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1));
     return MPI_SUCCESS;
 }
 
 int Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, comm_name, "comm_name");
     CHECK_PTR(c, resultlen, "resultlen");
     size_t n = std::min<size_t>(c->name.size(), MPI_MAX_OBJECT_NAME - 1);
@@ -615,7 +610,7 @@ int Comm_get_name(MPI_Comm comm, char* comm_name, int* resultlen) {
 }
 
 int Comm_set_info(MPI_Comm comm, MPI_Info info) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     MPI_Info copy = info_dup_or_null(info);
     info_free_quiet(&c->info);
     c->info = copy;
@@ -626,7 +621,7 @@ extern "C" int wanmpi_weak_info_create(MPI_Info*) __asm__("PMPI_Info_create")
     __attribute__((weak));
 
 int Comm_get_info(MPI_Comm comm, MPI_Info* info_used) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, info_used, "info_used");
     // A new object the user frees: a copy of the hints we keep (none are interpreted yet).
     if (c->info != MPI_INFO_NULL) {

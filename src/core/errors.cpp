@@ -321,6 +321,11 @@ static void predefined_action(MPI_Errhandler eh, const std::string& where, int c
     abort_job(1, std::string("Fatal error in ") + fn + " (" + where + "): " + error_text(code));
 }
 
+int raise_bad_comm(MPI_Comm h) {
+    return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x%s", unsigned(h),
+                                     h == MPI_COMM_NULL ? " (MPI_COMM_NULL)" : ""));
+}
+
 int raise(Comm* comm, int code) {
     if (code == MPI_SUCCESS) return code;
     MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;

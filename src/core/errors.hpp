@@ -46,6 +46,13 @@ std::string error_text(int code);
 // for MPI_ERRORS_ARE_FATAL / MPI_ERRORS_ABORT. comm == nullptr means MPI_COMM_WORLD's handler
 // (or fatal before MPI_Init).
 int raise(Comm* comm, int code);
+// An invalid communicator handle given to an MPI call: raises MPI_ERR_COMM on MPI_COMM_WORLD's
+// handler (a bad handle has none of its own) and returns the code.
+int raise_bad_comm(MPI_Comm h);
+// The entry points' prologue: `c` = the communicator behind handle `h`, or return the error.
+#define WANMPI_GET_COMM(c, h)                                                                  \
+    ::wanmpi::core::Comm* c = ::wanmpi::core::comm_lookup(h);                                  \
+    if (!c) return ::wanmpi::core::raise_bad_comm(h)
 // Raise `code` for an MPI-IO call: the handler attached to MPI_FILE_NULL (MPI_ERRORS_RETURN
 // unless the program set another one), which is what the standard uses for MPI_File_open and
 // for calls on files without a handler of their own. `fh` is passed to a user handler.

@@ -20,10 +20,6 @@ static int copy_string(const std::string& s, char* out, int max, int* len) {
     return MPI_SUCCESS;
 }
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x",        \
-                                             unsigned(h)))
 
 int Error_string(int errorcode, char* string, int* resultlen) {
     if (!string || !resultlen) return MPI_ERR_ARG;
@@ -68,7 +64,7 @@ int Errhandler_create(MPI_Handler_function* fn, MPI_Errhandler* errhandler) {
 }
 
 int Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (!errhandler_valid(errhandler))
         return raise(c, make_error(MPI_ERR_ARG, "invalid error handler 0x%x",
                                    unsigned(errhandler)));
@@ -79,7 +75,7 @@ int Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
     return MPI_SUCCESS;
 }
 int Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler* errhandler) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (!errhandler) return raise(c, make_error(MPI_ERR_ARG, "errhandler is NULL"));
     *errhandler = c->errhandler;
     errhandler_retain(c->errhandler);  // a new reference the user frees (MPI-2.2 and later)
@@ -89,7 +85,7 @@ int Errhandler_set(MPI_Comm comm, MPI_Errhandler e) { return Comm_set_errhandler
 int Errhandler_get(MPI_Comm comm, MPI_Errhandler* e) { return Comm_get_errhandler(comm, e); }
 
 int Comm_call_errhandler(MPI_Comm comm, int errorcode) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     // Returns MPI_SUCCESS once the handler has returned (MPI_ERRORS_RETURN included); a fatal
     // handler does not return. raise() ignores MPI_SUCCESS, which is not an error to report.
     raise(c, errorcode);

@@ -35,17 +35,12 @@ static void empty_status(MPI_Status* st) {
     st->count_hi_and_cancelled = 0;
 }
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x",        \
-                                             unsigned(h)))
-
 // Post a one-shot or persistent operation. `out` receives the request (nullptr: blocking
 // call, the request is completed and released here).
 int post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int peer, int tag,
          MPI_Comm comm, Mode mode, MPI_Request* out, bool persistent, MPI_Status* st,
          bool coll = false) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     // Blocking standard sends and receives of contiguous data from/to a named rank first try the
     // requestless paths (engine.hpp): one eager frame straight into the transport; a whole eager
     // message already waiting in the unexpected queue. Everything else (no credit, a full queue,
@@ -171,7 +166,7 @@ int Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest
 
 int Sendrecv_replace(void* buf, int count, MPI_Datatype dt, int dest, int sendtag, int source,
                      int recvtag, MPI_Comm comm, MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     const Datatype* d = datatype_lookup(dt);
     if (!d) return raise(c, make_error(MPI_ERR_TYPE, "invalid datatype 0x%x", unsigned(dt)));
     if (count < 0) return raise(c, make_error(MPI_ERR_COUNT, "negative count %d", count));
@@ -503,7 +498,7 @@ static void proc_null_status(MPI_Status* st) {
 }
 
 int Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (int e = probe_check(c, source, tag)) return e;
     if (source == MPI_PROC_NULL) {
         proc_null_status(status);
@@ -516,7 +511,7 @@ int Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
 }
 
 int Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (int e = probe_check(c, source, tag)) return e;
     if (source == MPI_PROC_NULL) {
         *flag = 1;
@@ -550,7 +545,7 @@ static MPI_Message message_new(Unexp* u, Comm* c) {
 }
 
 int Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (int e = probe_check(c, source, tag)) return e;
     if (source == MPI_PROC_NULL) {
         proc_null_status(status);
@@ -567,7 +562,7 @@ int Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status*
 
 int Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
             MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     if (int e = probe_check(c, source, tag)) return e;
     if (source == MPI_PROC_NULL) {
         *flag = 1;

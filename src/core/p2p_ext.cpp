@@ -236,17 +236,13 @@ int check_sr(Comm* c, int64_t sendcount, int64_t recvcount) {
 namespace wanmpi::impl {
 using namespace wanmpi::core;
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x",        \
-                                             unsigned(h)))
 #define CHECK_REQ_PTR(p)                                                                       \
     if (!(p)) return raise(nullptr, make_error(MPI_ERR_ARG, "null request pointer"))
 
 int Isendrecv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
                 int sendtag, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                 int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_REQ_PTR(request);
     if (int e = check_sr(c, sendcount, recvcount)) return e;
     int rc = isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
@@ -263,7 +259,7 @@ int Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int des
 
 int Isendrecv_replace_c(void* buf, MPI_Count count, MPI_Datatype dt, int dest, int sendtag,
                         int source, int recvtag, MPI_Comm comm, MPI_Request* request) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_REQ_PTR(request);
     const Datatype* d = datatype_lookup(dt);
     if (!d) return raise(c, make_error(MPI_ERR_TYPE, "invalid datatype 0x%x", unsigned(dt)));
@@ -287,7 +283,7 @@ int Isendrecv_replace(void* buf, int count, MPI_Datatype dt, int dest, int sendt
 
 int Sendrecv_replace_c(void* buf, MPI_Count count, MPI_Datatype dt, int dest, int sendtag,
                        int source, int recvtag, MPI_Comm comm, MPI_Status* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     const Datatype* d = datatype_lookup(dt);
     if (!d) return raise(c, make_error(MPI_ERR_TYPE, "invalid datatype 0x%x", unsigned(dt)));
     if (count < 0)

@@ -77,11 +77,6 @@ void topo_neighbors(const Comm& c, std::vector<int>& in, std::vector<int>& out) 
 namespace wanmpi::impl {
 using namespace wanmpi::core;
 
-#define GET_COMM(c, h)                                                                         \
-    Comm* c = comm_lookup(h);                                                                  \
-    if (!c) return raise(nullptr, make_error(MPI_ERR_COMM, "invalid communicator 0x%x%s",      \
-                                             unsigned(h),                                      \
-                                             (h) == MPI_COMM_NULL ? " (MPI_COMM_NULL)" : ""))
 
 #define CHECK_PTR(c, p, what)                                                                 \
     if (!(p)) return raise(c, make_error(MPI_ERR_ARG, "null pointer passed as " what))
@@ -137,7 +132,7 @@ static int64_t dims_product(Comm* c, int ndims, const int dims[], const char* fn
 int Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
                 MPI_Comm* comm_cart) {
     (void)reorder;
-    GET_COMM(c, comm_old);
+    WANMPI_GET_COMM(c, comm_old);
     CHECK_PTR(c, comm_cart, "comm_cart");
     NEED_INTRA(c, "MPI_Cart_create");
     int rc;
@@ -157,7 +152,7 @@ int Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int period
 }
 
 int Cartdim_get(MPI_Comm comm, int* ndims) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, ndims, "ndims");
     GET_TOPO(t, c, MPI_CART, "MPI_Cartdim_get");
     *ndims = int(t.dims.size());
@@ -165,7 +160,7 @@ int Cartdim_get(MPI_Comm comm, int* ndims) {
 }
 
 int Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     GET_TOPO(t, c, MPI_CART, "MPI_Cart_get");
     const int nd = int(t.dims.size());
     if (maxdims < nd)
@@ -183,7 +178,7 @@ int Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]
 }
 
 int Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, rank, "rank");
     GET_TOPO(t, c, MPI_CART, "MPI_Cart_rank");
     const int nd = int(t.dims.size());
@@ -206,7 +201,7 @@ int Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
 }
 
 int Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     GET_TOPO(t, c, MPI_CART, "MPI_Cart_coords");
     const int nd = int(t.dims.size());
     if (rank < 0 || rank >= c->size)
@@ -222,7 +217,7 @@ int Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
 }
 
 int Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, rank_source, "rank_source");
     CHECK_PTR(c, rank_dest, "rank_dest");
     GET_TOPO(t, c, MPI_CART, "MPI_Cart_shift");
@@ -236,7 +231,7 @@ int Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* ra
 }
 
 int Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newcomm, "newcomm");
     GET_TOPO(t, c, MPI_CART, "MPI_Cart_sub");
     const int nd = int(t.dims.size());
@@ -261,7 +256,7 @@ int Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* newcomm) {
 
 int Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int* newrank) {
     (void)periods;
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newrank, "newrank");
     NEED_INTRA(c, "MPI_Cart_map");
     int rc;
@@ -424,7 +419,7 @@ static int check_graph(Comm* c, int nnodes, const int index[], const int edges[]
 int Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
                  int reorder, MPI_Comm* comm_graph) {
     (void)reorder;
-    GET_COMM(c, comm_old);
+    WANMPI_GET_COMM(c, comm_old);
     CHECK_PTR(c, comm_graph, "comm_graph");
     NEED_INTRA(c, "MPI_Graph_create");
     if (int rc = check_graph(c, nnodes, index, edges, "MPI_Graph_create")) return rc;
@@ -436,7 +431,7 @@ int Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edg
 }
 
 int Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, nnodes, "nnodes");
     CHECK_PTR(c, nedges, "nedges");
     GET_TOPO(t, c, MPI_GRAPH, "MPI_Graphdims_get");
@@ -446,7 +441,7 @@ int Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
 }
 
 int Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     GET_TOPO(t, c, MPI_GRAPH, "MPI_Graph_get");
     if (maxindex < 0 || maxedges < 0)
         return raise(c, make_error(MPI_ERR_ARG, "MPI_Graph_get: negative maxindex or maxedges"));
@@ -460,7 +455,7 @@ int Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[
 }
 
 int Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, nneighbors, "nneighbors");
     GET_TOPO(t, c, MPI_GRAPH, "MPI_Graph_neighbors_count");
     if (rank < 0 || rank >= int(t.index.size()))
@@ -473,7 +468,7 @@ int Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
 }
 
 int Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     GET_TOPO(t, c, MPI_GRAPH, "MPI_Graph_neighbors");
     if (rank < 0 || rank >= int(t.index.size()))
         return raise(c, make_error(MPI_ERR_RANK, "MPI_Graph_neighbors: invalid rank %d (nnodes "
@@ -487,7 +482,7 @@ int Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) 
 }
 
 int Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int* newrank) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, newrank, "newrank");
     NEED_INTRA(c, "MPI_Graph_map");
     if (int rc = check_graph(c, nnodes, index, edges, "MPI_Graph_map")) return rc;
@@ -522,7 +517,7 @@ int Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int source
                                const int destinations[], const int destweights[], MPI_Info info,
                                int reorder, MPI_Comm* comm_dist_graph) {
     (void)reorder;
-    GET_COMM(c, comm_old);
+    WANMPI_GET_COMM(c, comm_old);
     CHECK_PTR(c, comm_dist_graph, "comm_dist_graph");
     NEED_INTRA(c, "MPI_Dist_graph_create_adjacent");
     if (indegree < 0 || outdegree < 0)
@@ -611,7 +606,7 @@ int Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int d
                       const int destinations[], const int weights[], MPI_Info info, int reorder,
                       MPI_Comm* comm_dist_graph) {
     (void)reorder;
-    GET_COMM(c, comm_old);
+    WANMPI_GET_COMM(c, comm_old);
     CHECK_PTR(c, comm_dist_graph, "comm_dist_graph");
     NEED_INTRA(c, "MPI_Dist_graph_create");
     if (n < 0) return raise(c, make_error(MPI_ERR_ARG, "negative n %d", n));
@@ -647,7 +642,7 @@ int Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int d
 }
 
 int Dist_graph_neighbors_count(MPI_Comm comm, int* indegree, int* outdegree, int* weighted) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, indegree, "indegree");
     CHECK_PTR(c, outdegree, "outdegree");
     CHECK_PTR(c, weighted, "weighted");
@@ -660,7 +655,7 @@ int Dist_graph_neighbors_count(MPI_Comm comm, int* indegree, int* outdegree, int
 
 int Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
                          int maxoutdegree, int destinations[], int destweights[]) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     GET_TOPO(t, c, MPI_DIST_GRAPH, "MPI_Dist_graph_neighbors");
     if (maxindegree < int(t.sources.size()) || maxoutdegree < int(t.destinations.size()))
         return raise(c, make_error(MPI_ERR_ARG, "MPI_Dist_graph_neighbors: arrays too small "
@@ -680,7 +675,7 @@ int Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sour
 }
 
 int Topo_test(MPI_Comm comm, int* status) {
-    GET_COMM(c, comm);
+    WANMPI_GET_COMM(c, comm);
     CHECK_PTR(c, status, "status");
     *status = c->topo ? c->topo->kind : MPI_UNDEFINED;
     return MPI_SUCCESS;

@@ -101,6 +101,26 @@ struct Peer {
     std::map<uint64_t, LongRecv> long_recvs;     // by drqid
 };
 
+// The engine header of a message that needs matching (EAGER, or the RTS of a long message):
+// the IMPI packet's context id, source (rank in the sender's group), tag, size and request id.
+Hdr match_hdr(uint8_t type, const Packet& pk) {
+    Hdr h;
+    h.type = type;
+    h.ctx = uint32_t(pk.cid);
+    h.src = pk.lsrank;
+    h.tag = pk.tag;
+    h.size = pk.msglen;
+    h.sreq = pk.srqid;
+    return h;
+}
+
+// Hand the engine a frame without payload (RTS, SYNC_ACK/FIN/CTS, CANCEL_*): header, then done.
+void deliver_ctrl(Peer& p, const Hdr& h, transport::RecvSink& sink) {
+    encode(h, p.ehdr);
+    sink.on_header(p.rank, p.ehdr, 0);
+    sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+}
+
 // A frame for the engine produced outside progress() (the stored first fragment after CTS), or
 // a SendOp to complete: delivered by the next progress().
 struct Local {
@@ -216,6 +236,18 @@ private:
         pk.dest = p.proc;
         return pk;
     }
+    // The packet of a message to be matched (DATA/DATASYNC): the engine header's context id,
+    // source, tag, size and request id; `len` bytes of it in this packet. (match_hdr reverses it.)
+    Packet message_packet(const Peer& p, uint32_t type, const Hdr& h, uint64_t len) const {
+        Packet pk = base_packet(p, type);
+        pk.len = uint32_t(len);
+        pk.msglen = h.size;
+        pk.srqid = h.sreq;
+        pk.lsrank = h.src;
+        pk.tag = h.tag;
+        pk.cid = h.ctx;
+        return pk;
+    }
     // Engine frame -> packet. Returns false if nothing goes on the wire (the frame is dropped or
     // handled locally). May queue Local events. `payload` is the frame's payload.
     bool translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o);
@@ -297,26 +329,14 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
     Packet pk;
     switch (h.type) {
     case F_EAGER:
-        pk = base_packet(p, (h.flags & FL_SYNC) ? impi::PK_DATASYNC : impi::PK_DATA);
-        pk.len = uint32_t(len);
-        pk.msglen = h.size;
-        pk.srqid = h.sreq;
-        pk.lsrank = h.src;
-        pk.tag = h.tag;
-        pk.cid = h.ctx;
+        pk = message_packet(p, (h.flags & FL_SYNC) ? impi::PK_DATASYNC : impi::PK_DATA, h, len);
         if (h.flags & FL_SYNC) p.sends[h.sreq] = SendState{false, h.size, len};
         o.payload = payload;
         o.len = len;
         break;
     case F_RTS: {
         uint64_t first = std::min<uint64_t>(h.size, maxlen_);
-        pk = base_packet(p, impi::PK_DATASYNC);
-        pk.len = uint32_t(first);
-        pk.msglen = h.size;
-        pk.srqid = h.sreq;
-        pk.lsrank = h.src;
-        pk.tag = h.tag;
-        pk.cid = h.ctx;
+        pk = message_packet(p, impi::PK_DATASYNC, h, first);
         p.sends[h.sreq] = SendState{true, h.size, first};
         // The engine's buffer (user data or its packed copy) stays valid until the send
         // completes, which cannot happen before this packet is answered.
@@ -536,13 +556,8 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
                         std::to_string(pk.len) + " > pk_msglen " + std::to_string(pk.msglen));
             return;
         }
-        h.type = F_EAGER;
+        h = match_hdr(F_EAGER, pk);
         h.flags = pk.type == impi::PK_DATASYNC ? FL_SYNC : 0;
-        h.ctx = uint32_t(pk.cid);
-        h.src = pk.lsrank;
-        h.tag = pk.tag;
-        h.size = pk.msglen;
-        h.sreq = pk.srqid;
         encode(h, p.ehdr);
         p.elen = pk.len;
         p.mode = Peer::In::eager;
@@ -565,16 +580,7 @@ void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
         } else if (p.mode == Peer::In::first) {
             p.firsts[pk.srqid] = Peer::First{std::move(p.first_buf), pk.msglen};
             p.first_buf = {};
-            Hdr h;
-            h.type = F_RTS;
-            h.ctx = uint32_t(pk.cid);
-            h.src = pk.lsrank;
-            h.tag = pk.tag;
-            h.size = pk.msglen;
-            h.sreq = pk.srqid;
-            encode(h, p.ehdr);
-            sink.on_header(p.rank, p.ehdr, 0);
-            sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+            deliver_ctrl(p, match_hdr(F_RTS, pk), sink);
         }
         break;
     case impi::PK_PROTOACK:
@@ -598,18 +604,14 @@ void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
             h.size = s.size;
             p.long_sends[pk.drqid] = LongSend{s.first, s.size, pk.srqid};
         }
-        encode(h, p.ehdr);
-        sink.on_header(p.rank, p.ehdr, 0);
-        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        deliver_ctrl(p, h, sink);
         break;
     }
     case impi::PK_CANCEL: {
         Hdr h;
         h.type = F_CANCEL_REQ;
         h.sreq = pk.srqid;
-        encode(h, p.ehdr);
-        sink.on_header(p.rank, p.ehdr, 0);
-        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        deliver_ctrl(p, h, sink);
         break;
     }
     case impi::PK_CANCELYES:
@@ -619,9 +621,7 @@ void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
         h.type = F_CANCEL_RESP;
         h.flags = pk.type == impi::PK_CANCELYES ? FL_YES : 0;
         h.sreq = pk.srqid;
-        encode(h, p.ehdr);
-        sink.on_header(p.rank, p.ehdr, 0);
-        sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+        deliver_ctrl(p, h, sink);
         break;
     }
     case impi::PK_FINI:

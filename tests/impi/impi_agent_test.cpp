@@ -26,6 +26,7 @@
 #include "runtime/impi_dance.hpp"
 #include "runtime/impi_startup.hpp"
 #include "runtime/impi_tables.hpp"
+#include "synthetic_tables.hpp"
 #include "runtime/launch_options.hpp"
 
 using namespace wanmpi;
@@ -131,18 +132,7 @@ private:
 
 // ---- synthetic tables ---------------------------------------------------------------------------
 
-ClusterTables tables(int client, std::vector<int> procs_per_host) {
-    ClusterTables t;
-    for (size_t h = 0; h < procs_per_host.size(); ++h) {
-        std::string a = "10." + std::to_string(client) + "." + std::to_string(h) + ".1";
-        HostId id = host_id_from_ipv4(a);
-        uint16_t port = uint16_t(5000 + h);
-        t.hosts.push_back({id, port, uint32_t(procs_per_host[h])});
-        for (int i = 0; i < procs_per_host[h]; ++i)
-            t.procs.push_back(make_proc_id(id, port, 100 + i));
-    }
-    return t;
-}
+using wanmpi::impi::synthetic::tables;  // synthetic_tables.hpp
 
 // The replies an honest server sends for these clients' contributions.
 std::map<uint32_t, CollReply> replies_for(const std::vector<ClusterTables>& ts) {

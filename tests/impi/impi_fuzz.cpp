@@ -45,6 +45,7 @@
 #include "runtime/impi_agent.hpp"
 #include "runtime/impi_server.hpp"
 #include "runtime/impi_tables.hpp"
+#include "synthetic_tables.hpp"
 #include "runtime/impi_wire.hpp"
 
 #ifndef WANMPI_LIBFUZZER
@@ -82,18 +83,7 @@ void cmd(Bytes& b, uint32_t c, int32_t len) {
 
 // ---- synthetic clusters -------------------------------------------------------------------------
 
-ClusterTables tables(int client, const std::vector<int>& procs_per_host) {
-    ClusterTables t;
-    for (size_t h = 0; h < procs_per_host.size(); ++h) {
-        std::string a = "10." + std::to_string(client) + "." + std::to_string(h) + ".1";
-        HostId id = host_id_from_ipv4(a);
-        uint16_t port = uint16_t(5000 + h);
-        t.hosts.push_back({id, port, uint32_t(procs_per_host[h])});
-        for (int i = 0; i < procs_per_host[h]; ++i)
-            t.procs.push_back(make_proc_id(id, port, 100 + i));
-    }
-    return t;
-}
+using wanmpi::impi::synthetic::tables;  // synthetic_tables.hpp
 
 std::vector<ClusterTables> sample_clusters(std::mt19937_64& rng) {
     int n = 1 + int(rng() % 3);
