@@ -1,0 +1,61 @@
+// impi-relay's data plane: the relay ports of the dance and the packet forwarding between the
+// two connections of every host pair (impi_relay.hpp has the design).
+//
+// Ownership: owns the listening sockets handed to add_listener() and every connection it
+// accepts or opens. Threading: the loop's thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "base/socket.hpp"
+#include "runtime/event_loop.hpp"
+#include "runtime/impi_relay.hpp"
+
+namespace wanmpi::impi {
+
+class RelayData {
+public:
+    RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg);
+    ~RelayData();
+    RelayData(const RelayData&) = delete;
+    RelayData& operator=(const RelayData&) = delete;
+
+    // A listening socket whose port represents `host`: one of the cluster's hosts (on the public
+    // side; outside hosts connect to it) or an outside host (on the private side).
+    void add_listener(base::Fd fd, int host);
+    // Pairs still open (both connections up or one direction still draining).
+    size_t open_pairs() const { return pairs_.size(); }
+    // Ends everything at once (the job failed): the hosts see their connections close.
+    void close_all();
+    // Called when a pair breaks before both of its hosts closed it after IMPI FINI.
+    std::function<void(const std::string&)> on_broken;
+
+    uint64_t packets = 0, bytes = 0, spliced = 0;
+
+private:
+    struct Pending;
+    struct Pair;
+    struct Dir;
+    void on_accept(int lfd, int host);
+    void on_pending(Pending* p);
+    void on_connected(Pair* p);
+    void on_pair(Pair* p);
+    void update(Pair* p);
+    void drop_pending(Pending* p, const std::string& why);
+    void end_pair(Pair* p, const std::string& why);  // why empty: a clean end
+    std::string pump(Pair* pr, Dir& d);
+
+    runtime::EventLoop& loop_;
+    const RelayMap& map_;
+    RelayConfig cfg_;
+    std::map<int, int> listeners_;  // fd -> represented host
+    std::map<Pending*, std::unique_ptr<Pending>> pending_;
+    std::map<Pair*, std::unique_ptr<Pair>> pairs_;
+    std::map<uint64_t, bool> taken_;  // (h << 32 | j) pairs that exist or existed
+};
+
+}  // namespace wanmpi::impi
