@@ -309,6 +309,17 @@ void status_of_unexp(const Unexp* u, MPI_Status* st) {
 }
 
 // ---- sending ----------------------------------------------------------------------------------
+// Why rank w is unreachable: what progress reported, else what its route says right now (a send
+// can fail before progress has reported the failure), never an empty text.
+static std::string dead_text(int w) {
+    if (!g->dead_why[w].empty()) return g->dead_why[w];
+    if (w >= 0 && size_t(w) < g->route.size() && g->route[w]) {
+        std::string f = g->route[w]->failure(w);
+        if (!f.empty()) return f;
+    }
+    return "its connection is gone";
+}
+
 static void op_done(SendOp* op, bool ok) {
     auto* r = static_cast<Request*>(op->user);
     if (!r) {  // a queued control frame
@@ -317,7 +328,7 @@ static void op_done(SendOp* op, bool ok) {
     }
     if (!ok) {
         g->fail(r, make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", r->world_peer,
-                              g->dead_why[r->world_peer].c_str()));
+                              dead_text(r->world_peer).c_str()));
         return;
     }
     if (--r->pending == 0) g->maybe_complete(r);
@@ -375,7 +386,7 @@ void Engine::return_credit() {
 int Engine::start_send(Request* r) {
     int w = r->world_peer;
     if (dead[w])
-        return make_error(MPIX_ERR_PROC_FAILED, "cannot send to rank %d: %s", w, dead_why[w].c_str());
+        return make_error(MPIX_ERR_PROC_FAILED, "cannot send to rank %d: %s", w, dead_text(w).c_str());
     Transport* t = route[w];
     const void* payload = r->buf;
     if (!r->dt->contig && r->bytes > 0) {
@@ -411,7 +422,7 @@ int Engine::start_send(Request* r) {
             }
             if (res == SendResult::failed)
                 return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
-                                  dead_why[w].c_str());
+                                  dead_text(w).c_str());
         }
         r->ops.resize(1);
         SendOp& op = r->ops[0];
@@ -438,7 +449,7 @@ int Engine::start_send(Request* r) {
     SendResult res = t->try_send(w, hb, nullptr, 0);
     if (res == SendResult::failed)
         return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
-                          dead_why[w].c_str());
+                                  dead_text(w).c_str());
     if (res == SendResult::would_block) {
         op.on_complete = op_done;
         op.user = r;
@@ -459,7 +470,7 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
     int w = comm->peer_world(peer);
     if (g->dead[w])
         return make_error(MPIX_ERR_PROC_FAILED, "cannot send to rank %d: %s", w,
-                          g->dead_why[w].c_str());
+                          dead_text(w).c_str());
     int64_t cost = bytes + kMsgCost;
     Transport* t = g->route[w];
     if (bytes > g->eager_max[w] || g->credit[w] < cost || uint64_t(bytes) > t->max_inline())
@@ -476,7 +487,7 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
     SendResult res = t->try_send(w, hb, buf, uint64_t(bytes));
     if (res == SendResult::failed)
         return make_error(MPIX_ERR_PROC_FAILED, "send to rank %d failed: %s", w,
-                          g->dead_why[w].c_str());
+                                  dead_text(w).c_str());
     if (res == SendResult::done) {
         g->credit[w] -= cost;
         g->owed[w] = 0;

@@ -170,6 +170,7 @@ public:
     ~Wan() override { close_all(); }
 
     const char* name() const override { return "wan"; }
+    std::string failure(int peer) const override { return peers_[size_t(peer)].why; }
     base::Status init(const transport::JobInfo&, base::Kvs&, const std::vector<int>&) override {
         return base::Status::OK();
     }
@@ -307,8 +308,10 @@ private:
     std::string peer_name(int r) const {
         const auto& pe = job_.procs[size_t(r)];
         const auto& h = job_.hosts[size_t(pe.host)];
+        std::string relay = impi::relay_of(pe.id);
         return "rank " + std::to_string(r) + " (cluster " + std::to_string(pe.client) + ", " +
-               h.addr() + ":" + std::to_string(h.port) + ")";
+               h.addr() + ":" + std::to_string(h.port) +
+               (relay.empty() ? "" : ", through impi-relay at " + relay) + ")";
     }
 
     const impi::Job& job_;
@@ -711,8 +714,8 @@ eof:
         p.alive = false;
         return handled;
     }
-    fail(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or "
-            "its cluster died)");
+    fail(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or " +
+            (impi::relay_of(p.proc).empty() ? "its cluster died)" : "its cluster or the relay died)"));
     return handled;
 error:
     fail(p, "receiving from " + peer_name(p.rank) + ": " + std::strerror(errno));

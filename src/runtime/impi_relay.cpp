@@ -666,8 +666,7 @@ void Relay::try_allocate() {
             faces_.out_host_ports[i] = port_of(t, false);
         }
         faces_.proc_host = host_id_from_ipv4(pub_);
-        // "RLY" in the top bytes: an id no wanmpi rank uses (theirs are port << 32 | pid).
-        faces_.proc_base = uint64_t(0x524C59) << 40;
+        faces_.out_proc_host = host_id_from_ipv4(priv_);
         return true;
     };
     allocated_check_ = complete;

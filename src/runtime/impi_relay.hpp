@@ -7,7 +7,9 @@
 //     It forwards every command and rewrites four labels: H_IPV6/H_PORT (the cluster's hosts are
 //     presented outside as ports on a relay's public address, the outside hosts inside as ports
 //     on a relay's private address) and P_IPV6/P_PID (the cluster's procs get ids on the relay's
-//     public address, so two private clusters with the same private addresses never collide).
+//     public address, the outside procs ids on its private address: two private clusters with
+//     the same private addresses never collide, and a rank can name the relay a peer is behind,
+//     impi_tables.hpp relay_of()).
 //     Host counts, proc counts and every other label pass unchanged, so host ranks and world
 //     ranks are the same on both sides.
 //   - The dance: a host that connects to one of the relay's ports sends its host rank (IMPI.md
@@ -70,7 +72,7 @@ struct RelayMap {
 };
 
 // Builds the map from the two views and checks they describe the same job (same clients,
-// hosts, procs and host of every proc; ids differ only for the cluster's own procs).
+// hosts, procs and host of every proc).
 base::Status make_relay_map(int client, int trunks, int index, Job out, Job in, RelayMap* m);
 
 // One packet header travelling through the relay between inside host `h` and outside host `j`,
@@ -93,16 +95,18 @@ struct RelayFaces {
     std::vector<uint32_t> own_host_ports;  // per own host: the relay public port
     std::vector<HostId> out_host_ids;     // per outside host (in order): relay private address
     std::vector<uint32_t> out_host_ports;  // per outside host: relay private port
-    HostId proc_host{};                   // the outside id of own procs: this address ...
-    uint64_t proc_base = 0;               // ... and pid = proc_base + index in the cluster
+    HostId proc_host{};      // own procs' outside ids: this (public) address, relay_proc_pid(i)
+    HostId out_proc_host{};  // outside procs' inside ids: this (private) address, and pid
+                             // relay_proc_pid(k) for the k-th outside proc
 };
 base::Status relay_outward_contribution(const RelayFaces& f, uint32_t label,
                                         const std::vector<uint8_t>& in,
                                         uint32_t own_nhosts, uint32_t own_nprocs,
                                         std::vector<uint8_t>* out);
 // Rewrites the server's collated reply for `label` for the inside: the cluster's own part is
-// replaced by what the agent sent (`agent`), the outside hosts' H_IPV6/H_PORT by the relay
-// faces. `nhosts`/`nprocs` per client (from the NHOSTS/NPROCS replies) delimit the parts.
+// replaced by what the agent sent (`agent`), the outside hosts' H_IPV6/H_PORT and the outside
+// procs' P_IPV6/P_PID by the relay faces (so the cluster's hosts see every outside proc behind
+// the relay, and two relays in a row never expose one side's ids to the other). `nhosts`/`nprocs` per client (from the NHOSTS/NPROCS replies) delimit the parts.
 base::Status relay_inward_reply(const RelayFaces& f, int client, uint32_t label,
                                 const CollReply& reply, const std::vector<uint8_t>& agent,
                                 const std::vector<uint32_t>& nhosts,

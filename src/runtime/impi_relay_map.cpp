@@ -37,7 +37,6 @@ Status make_relay_map(int client, int trunks, int index, Job out, Job in, RelayM
     for (size_t r = 0; r < out.procs.size(); ++r) {
         const auto &a = out.procs[r], &b = in.procs[r];
         if (a.host != b.host || a.client != b.client) return bad("proc " + std::to_string(r));
-        if (a.client != client && !(a.id == b.id)) return bad("id of proc " + std::to_string(r));
     }
     m->client = client;
     m->trunks = trunks;
@@ -119,7 +118,7 @@ Status relay_outward_contribution(const RelayFaces& f, uint32_t label, const std
         case H_IPV6: std::memcpy(p, f.own_host_ids[i].data(), 16); break;
         case H_PORT: put_be32(p, f.own_host_ports[i]); break;
         case P_IPV6: std::memcpy(p, f.proc_host.data(), 16); break;
-        case P_PID: put_be64(p, f.proc_base + i); break;
+        case P_PID: put_be64(p, relay_proc_pid(i)); break;
         }
     }
     return Status::OK();
@@ -153,13 +152,17 @@ Status relay_inward_reply(const RelayFaces& f, int client, uint32_t label, const
                 return Status(Errc::proto_error, std::string("the cluster's ") + label_name(label) +
                                                      " part does not match what its agent sent");
             std::memcpy(out->data.data() + off, agent.data(), part);
-        } else if (per_host) {
+        } else {
             for (size_t i = 0; i < counts[c]; ++i, ++outside) {
-                if (outside >= f.out_host_ids.size() || outside >= f.out_host_ports.size())
+                if (per_host && (outside >= f.out_host_ids.size() || outside >= f.out_host_ports.size()))
                     return Status(Errc::fatal, "relay: no face for every outside host");
                 uint8_t* p = out->data.data() + off + i * e;
-                if (label == H_IPV6) std::memcpy(p, f.out_host_ids[outside].data(), 16);
-                else put_be32(p, f.out_host_ports[outside]);
+                switch (label) {
+                case H_IPV6: std::memcpy(p, f.out_host_ids[outside].data(), 16); break;
+                case H_PORT: put_be32(p, f.out_host_ports[outside]); break;
+                case P_IPV6: std::memcpy(p, f.out_proc_host.data(), 16); break;
+                case P_PID: put_be64(p, relay_proc_pid(outside)); break;
+                }
             }
         }
         off += part;
@@ -215,13 +218,14 @@ std::string decode_trunk_ports(const uint8_t* p, size_t n, bool with_ports, Trun
 
 std::vector<uint8_t> encode_trunk_job(const TrunkJob& t) {
     std::vector<uint8_t> v(20 + t.out.size() + t.in.size());
-    put_be32(v.data(), t.trunks);
-    put_be32(&v[4], t.index);
-    put_be32(&v[8], t.client);
-    put_be32(&v[12], uint32_t(t.out.size()));
-    std::memcpy(&v[16], t.out.data(), t.out.size());
-    put_be32(&v[16 + t.out.size()], uint32_t(t.in.size()));
-    std::memcpy(&v[20 + t.out.size()], t.in.data(), t.in.size());
+    uint8_t* p = v.data();  // not &v[i]: with an empty inside view that is v[v.size()]
+    put_be32(p, t.trunks);
+    put_be32(p + 4, t.index);
+    put_be32(p + 8, t.client);
+    put_be32(p + 12, uint32_t(t.out.size()));
+    std::memcpy(p + 16, t.out.data(), t.out.size());
+    put_be32(p + 16 + t.out.size(), uint32_t(t.in.size()));
+    std::memcpy(p + 20 + t.out.size(), t.in.data(), t.in.size());
     return v;
 }
 

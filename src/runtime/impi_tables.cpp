@@ -112,6 +112,12 @@ Proc make_proc_id(const HostId& host, uint16_t port, int64_t pid) {
     return Proc{host, int64_t((uint64_t(port) << 32) | uint32_t(pid))};
 }
 
+std::string relay_of(const Proc& p) {
+    if ((uint64_t(p.pid) >> 40) != kRelayPidTag) return "";
+    auto a = ipv4_from_host_id(p.host);
+    return a ? *a : std::string();
+}
+
 ClusterTables client_values() {
     ClusterTables t;
     auto clamp_u32 = [](int64_t v) { return uint32_t(std::clamp<int64_t>(v, 0, 0xffffffffLL)); };

@@ -175,4 +175,13 @@ base::Status kvs_get_long(base::Kvs& kvs, const std::string& key, std::string* v
 // the job; the port makes it so even for two machines behind one NAT address.
 Proc make_proc_id(const HostId& host, uint16_t port, int64_t pid);
 
+// impi-relay gives the procs it presents ids of its own: its address as host id, and pid =
+// "RLY" << 40 | index. No wanmpi rank uses such a pid (theirs are port << 32 | pid, the port
+// below 2^16), so a rank can tell that a peer sits behind a relay, and name the relay when the
+// connection fails (the relay's address on this side).
+inline constexpr uint64_t kRelayPidTag = 0x524C59;
+inline uint64_t relay_proc_pid(uint64_t index) { return (kRelayPidTag << 40) | index; }
+// The relay's address if `p` is a proc presented by impi-relay, else "".
+std::string relay_of(const Proc& p);
+
 }  // namespace wanmpi::impi

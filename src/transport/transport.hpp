@@ -116,6 +116,9 @@ public:
     }
     // Largest payload try_send accepts (bigger frames must use post_send).
     virtual uint64_t max_inline() const = 0;
+    // Why the connection to `peer` failed, once a send returned SendResult::failed (the engine
+    // hears it through on_peer_failed only at the next progress). "" if not known.
+    virtual std::string failure(int /*peer*/) const { return ""; }
     // Largest payload of one frame given to post_send (core splits rendezvous data into frames
     // of at most this size). UINT64_MAX when any size streams (tcp).
     virtual uint64_t max_frame() const { return UINT64_MAX; }
