@@ -62,9 +62,10 @@ bool parse_key(const char* s, uint64_t* v) {
     return true;
 }
 
+// A server that does not listen yet is retried; an address with no route to it is not (the
+// failure is immediate and retrying cannot help: see the message in connect_server).
 bool retryable(int e) {
-    return e == ECONNREFUSED || e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH ||
-           e == ECONNRESET || e == EAGAIN || e == EINTR;
+    return e == ECONNREFUSED || e == ETIMEDOUT || e == ECONNRESET || e == EAGAIN || e == EINTR;
 }
 
 }  // namespace
@@ -121,6 +122,13 @@ Status Agent::connect_server(int64_t deadline) {
             return Status::OK();
         }
         int e = errno;
+        if (e == ENETUNREACH || e == EHOSTUNREACH)
+            return Status(Errc::link_failed,
+                          "cannot reach the IMPI server: " + err +
+                              " (this host has no route to it: if this cluster's hosts have "
+                              "private addresses, run impi-relay on its front-end and point "
+                              "mpirun -client at the relay, docs/impi.md)",
+                          e);
         if (!retryable(e) || now_ms() + backoff >= deadline)
             return Status(Errc::link_failed, "cannot reach the IMPI server: " + err, e);
         WANMPI_LOG(debug, "IMPI server %s: %s; retrying", cfg_.server.c_str(), err.c_str());

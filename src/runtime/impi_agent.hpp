@@ -4,9 +4,10 @@
 //
 // Lifecycle: start() once (blocking, bounded by the configured timeouts); then the server
 // connection stays open for the whole run: watch server_fd() for readability and call
-// poll_server() when it is readable (or now and then); a closed connection before our FINI
-// means another cluster died, or the server did. fini() sends FINI once every proc of this
-// cluster has finished, and stops watching (server_fd() then returns -1), but the socket stays
+// poll_server() when it is readable (or now and then; startup() does so while the agent's rank
+// is in the host-to-host dance); a closed connection before our FINI means another cluster
+// died, or the server did. fini() sends FINI once every proc of this cluster has finished, and
+// stops watching (server_fd() then returns -1), but the socket stays
 // open until the Agent is destroyed: keep the Agent until the process exits, so that the server
 // reads FINI before it sees the close. Destroying an Agent without fini() closes the socket,
 // and the server then takes the whole job down: that is how a dying cluster tells the others.

@@ -79,6 +79,22 @@ bool to_ipv4(const std::string& host, std::string* out) {
     return true;
 }
 
+// An address no route leads to: not retried (unlike a peer that does not listen yet).
+bool unroutable(int e) { return e == ENETUNREACH || e == EHOSTUNREACH; }
+
+// Whether this host has a route to addr:port (a UDP connect only looks the route up; nothing is
+// sent).
+bool has_route(const std::string& addr, uint16_t port) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port ? port : 9);
+    if (inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) return false;
+    base::Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd) return true;  // cannot tell: do not claim there is no route
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return true;
+    return !unroutable(errno);
+}
+
 }  // namespace
 
 ListenConfig listen_config_from_env() {
@@ -168,6 +184,8 @@ struct Out {
     uint8_t msg[4] = {};
     size_t sent = 0;
     std::string last_err = "not tried yet";
+    bool unreachable = false;  // ENETUNREACH / EHOSTUNREACH: not retried
+    bool no_local_route = false;  // ... and connect() said so at once (no route on this host)
 };
 
 struct In {
@@ -224,6 +242,14 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         o.next_try = now_ms() + o.backoff;
         o.backoff = std::min<int64_t>(o.backoff * 2, 500);
     };
+    auto give_up = [&](Out& o, int e, bool local) {
+        o.fd.reset();
+        o.st = Out::idle;
+        o.next_try = INT64_MAX;
+        o.last_err = base::errno_text(e);
+        o.unreachable = true;
+        o.no_local_route = local;
+    };
     auto try_connect = [&](Out& o) {
         const auto& p = hosts[size_t(o.peer)];
         sockaddr_in sa{};
@@ -235,6 +261,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         o.fd = base::Fd(fd);
         if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) o.st = Out::sending;
         else if (errno == EINPROGRESS) o.st = Out::connecting;
+        else if (unroutable(errno)) give_up(o, errno, true);
         else retry(o, base::errno_text(errno));
     };
     auto try_send = [&](Out& o) {
@@ -313,11 +340,46 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         }
     };
 
+    // Fails the dance at once when a peer's address cannot be routed to: retrying cannot help
+    // (the address is private to its cluster, or this host's cluster has no way out), and the
+    // hint says where impi-relay is needed.
+    auto unreachable_status = [&]() -> Status {
+        std::string m = "IMPI dance (host " + std::to_string(me) + " of " + std::to_string(n) +
+                        "):";
+        bool local = false;
+        for (const auto& o : outs)
+            if (o.unreachable) {
+                m += " cannot reach " + name(o.peer) + ": " + o.last_err + ";";
+                local = local || o.no_local_route;
+            }
+        // Does this host route to no host of the other clusters at all? Then this cluster is the
+        // private one; otherwise the unreachable hosts' cluster is.
+        bool none = local;
+        for (int h = 0; h < n && none; ++h)
+            if (h != me && !hosts[size_t(h)].skip && has_route(hosts[size_t(h)].addr,
+                                                                hosts[size_t(h)].port))
+                none = false;
+        if (none)
+            m += " this host has no route to any host of the other clusters: this cluster's hosts "
+                 "have private addresses (a private-address cluster): run impi-relay on this "
+                 "cluster's front-end and point this cluster's mpirun -client at the relay "
+                 "(docs/impi.md)";
+        else
+            m += " that cluster's hosts have addresses this cluster cannot route to (a "
+                 "private-address cluster): run impi-relay on its front-end and point its mpirun "
+                 "-client at the relay (docs/impi.md)";
+        return Status(Errc::link_failed, m);
+    };
+    auto any_unreachable = [&]() {
+        return std::any_of(outs.begin(), outs.end(), [](const Out& o) { return o.unreachable; });
+    };
+
     while (connected < want_out || accepted < want_in) {
         int64_t now = now_ms();
         if (now >= deadline) break;
         for (auto& o : outs)
             if (o.st == Out::idle && o.next_try <= now) try_connect(o);
+        if (any_unreachable()) return unreachable_status();
         for (size_t k = 0; k < ins.size();) {
             if (ins[k].deadline <= now)
                 drop_in(k, "sent no host rank within " +
@@ -346,10 +408,25 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             who.push_back(-int(k) - 2);
             wake = std::min(wake, ins[k].deadline);
         }
+        const size_t nmain = pf.size();  // the watched descriptor, if any, comes last
+        if (cfg.watch_fd >= 0 && cfg.watch) pf.push_back({cfg.watch_fd, POLLIN, 0});
         int rc = ::poll(pf.data(), pf.size(), int(std::clamp<int64_t>(wake - now, 0, 1 << 30)));
         if (rc < 0 && errno != EINTR)
             return Status(Errc::io_error, "IMPI dance: poll: " + base::errno_text(errno), errno);
         if (rc <= 0) continue;
+        if (pf.size() > nmain && pf[nmain].revents) {
+            Status w = cfg.watch();
+            if (!w.ok()) {
+                std::string m = "IMPI dance (host " + std::to_string(me) + " of " +
+                                std::to_string(n) + ") stopped after " +
+                                std::to_string((now_ms() - start) / 1000) + " s: " + w.message();
+                for (int h = me + 1; h < n; ++h)
+                    if (!result[size_t(h)] && !hosts[size_t(h)].skip)
+                        m += "; " + name(h) + " had not connected yet";
+                return Status(w.code(), m, w.sys_errno());
+            }
+        }
+        pf.resize(nmain);
         // Outgoing first, then incoming from the highest index down (erasing keeps lower ones).
         for (size_t i = 0; i < pf.size(); ++i) {
             if (!pf[i].revents || who[i] < 0) continue;
@@ -358,6 +435,10 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
                 int e = 0;
                 socklen_t l = sizeof e;
                 getsockopt(o.fd.get(), SOL_SOCKET, SO_ERROR, &e, &l);
+                if (e && unroutable(e)) {
+                    give_up(o, e, false);
+                    continue;
+                }
                 if (e) {
                     retry(o, base::errno_text(e));
                     continue;
@@ -370,6 +451,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             if (pf[i].revents && who[i] <= -2) on_in(size_t(-who[i] - 2));
         for (size_t i = 0; i < pf.size(); ++i)
             if (pf[i].revents && who[i] == -1) on_accept();
+        if (any_unreachable()) return unreachable_status();
     }
 
     if (connected < want_out || accepted < want_in) {

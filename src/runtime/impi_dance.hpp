@@ -8,8 +8,13 @@
 // guard against: connections that send an out-of-range rank, a rank that is not higher than ours,
 // a rank already taken (the first connection to claim a rank keeps it), nothing at all for
 // WANMPI_IMPI_JOIN_TIMEOUT seconds, or too many of those at once. Each such connection is logged
-// and closed; the others carry on. Connects to lower hosts are retried (a peer may not listen yet)
-// until WANMPI_IMPI_CONNECT_TIMEOUT, which also bounds the whole dance.
+// and closed; the others carry on. Connects to lower hosts are retried (a peer may not listen yet:
+// ECONNREFUSED, a timeout) until WANMPI_IMPI_CONNECT_TIMEOUT, which also bounds the whole dance.
+// A peer address this host cannot route to (ENETUNREACH / EHOSTUNREACH, typically a
+// private-address cluster without impi-relay) is not retried: the dance fails at once with a
+// message that names the host and says where impi-relay is needed. The agent's rank also watches
+// its impi-server connection while dancing (DanceConfig::watch_fd), so a cluster that dies while
+// the others wait for its hosts ends the dance everywhere within a second, not after the timeout.
 //
 // Lifecycle: open_listener() before the start-up (its address and port go into IMPI_H_IPV6 /
 // IMPI_H_PORT), dance() after it, then close the listener. Threading: no shared state; each call
@@ -17,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +69,12 @@ struct DanceConfig {
     // pairs inside one wanmpi client involve no other implementation: skipping them saves
     // O(hosts^2) idle connections.
     bool intra_client = false;
+    // Optional (the agent's rank: Agent::server_fd / poll_server): a descriptor the dance also
+    // polls for readability; whenever it is readable, `watch` is called, and a non-ok status ends
+    // the dance at once with that message (a LOST notice or the server closing: another cluster
+    // died, so the hosts still missing will never connect).
+    int watch_fd = -1;
+    std::function<base::Status()> watch;
 };
 // WANMPI_IMPI_JOIN_TIMEOUT and WANMPI_IMPI_CONNECT_TIMEOUT (seconds).
 DanceConfig dance_config_from_env();
@@ -71,8 +83,10 @@ int64_t connect_timeout_ms_from_env();
 
 // Connects me to every other host that is not marked skip. On success conns has hosts.size()
 // entries: a connected, blocking, close-on-exec socket per such host, an empty Fd at `me` and at
-// skipped hosts. Sets listen_fd nonblocking. On failure (timeout) the message lists every host
-// that is still missing and why.
+// skipped hosts. Sets listen_fd nonblocking. On failure the message lists every host that is
+// still missing and why: after the timeout (Errc::link_failed), at once when a peer's address is
+// unroutable (Errc::link_failed: "cannot reach host 3 (client 1) at ADDR:PORT: Network is
+// unreachable; ... run impi-relay on ..."), or when `watch` fails (Errc::peer_failed).
 base::Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts,
                    const DanceConfig& cfg, std::vector<base::Fd>* conns);
 // The same over the job's hosts (me = global host rank); hosts of my own client are skipped

@@ -142,7 +142,16 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
                                              " at " + h.addr() + ":" + std::to_string(h.port) +
                                              ", not at this rank's " + l.addr + ":" +
                                              std::to_string(l.port));
-    if (!(s = dance(l.fd.get(), r.host, r.job, opt.dance, &r.conns)).ok()) return s;
+    // The agent keeps watching impi-server while it dances: if another cluster dies now (one
+    // whose hosts cannot reach ours, say), the server's LOST notice or close ends the dance at
+    // once, and this cluster with it, instead of a wait for hosts that will never connect.
+    DanceConfig dc = opt.dance;
+    if (agent && agent->server_fd() >= 0) {
+        dc.watch_fd = agent->server_fd();
+        Agent* a = agent.get();
+        dc.watch = [a] { return a->poll_server(); };
+    }
+    if (!(s = dance(l.fd.get(), r.host, r.job, dc, &r.conns)).ok()) return s;
     l.fd.reset();
     r.agent = std::move(agent);
     WANMPI_LOG(debug, "IMPI: rank %d of %d, host %d, client %d", r.rank, r.job.size(), r.host,

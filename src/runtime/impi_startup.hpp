@@ -8,7 +8,9 @@
 //      (encode_job, split by kvs_put_long under "<p>-job") or "<p>-error" = base64 message;
 //      then fence;
 //   3. every rank decodes the job (decode_job re-runs every check), derives its world rank and
-//      host rank, and dances with every other host; the listener is closed afterwards.
+//      host rank, and dances with every other host; the listener is closed afterwards. The
+//      agent watches its impi-server connection meanwhile: a LOST notice or a close (another
+//      cluster died) fails its dance at once, naming the lost client.
 // A failure anywhere becomes the same error on every rank of the cluster (no rank waits on a
 // fence that will not come). Two fences in total.
 //
