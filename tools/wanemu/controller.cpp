@@ -646,7 +646,14 @@ std::string controller::do_set(const std::vector<std::string>& args) {
     if (kvs.empty()) {
         throw error("nothing to set");
     }
-    std::string out;
+    // Compute and check every target's new parameters before changing any link, so that a
+    // refused value (e.g. a queue smaller than one packet) leaves all links as they were.
+    struct change {
+        size_t k;
+        int mask;
+        std::array<link_params, 2> p;
+    };
+    std::vector<change> changes;
     for (size_t k : targets) {
         const auto& l = t.links[k];
         int mask = 3;
@@ -668,8 +675,18 @@ std::string controller::do_set(const std::vector<std::string>& args) {
                 for (const auto& [key, v] : kvs) {
                     apply_param(p[size_t(d)], key, v);
                 }
+                try {
+                    p[size_t(d)].validate(t.mtu);
+                } catch (const error& e) {
+                    throw error("link " + l.name + ": " + e.what());
+                }
             }
         }
+        changes.push_back({k, mask, p});
+    }
+    std::string out;
+    for (const auto& [k, mask, p] : changes) {
+        const auto& l = t.links[k];
         engines_[k]->set_params(mask, p[0], p[1], revert);
         std::string an = t.clusters[size_t(l.a)].name, bn = t.clusters[size_t(l.b)].name;
         if (mask & 1) {

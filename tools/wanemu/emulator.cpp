@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "common.hpp"
 
@@ -110,7 +111,7 @@ struct link_engine::direction {
     int in = 0, out = 1;  // indices into fd_
     int index = 0;
     link_params p;
-    int64_t qlimit = 0;
+    int64_t qlimit = 0;  // byte limit in force; 0 = none (a packet limit applies)
     std::deque<packet> flight;  // accepted packets not yet delivered, in delivery order
     struct queued {
         int64_t ser_end;
@@ -120,9 +121,15 @@ struct link_engine::direction {
     int64_t q_bytes = 0, q_pkts = 0;
     int64_t link_free_at = 0, last_deliver = 0;
     uint64_t rng = 0;
-    int64_t bin = -1;
-    bin_record cur;
-    bool dirty = false;
+    // Monitor bins still open, by bin index. Deliveries are binned by their scheduled time,
+    // drops and the queue by arrival time; a bin is emitted once both clocks have passed it
+    // (the current time is beyond it and no delivery scheduled inside it is still pending), so
+    // a delivery the emulator made late still counts in the bin it was due in, and a bin never
+    // shows more than the link's rate allows (plus one packet at the bin's edge). A map, not a
+    // ring: bins are sparse when traffic is, and a late emulator keeps only a few open.
+    std::map<int64_t, bin_record> open;
+    int64_t floor_bin = 0;  // every bin below it has been emitted (closed for good)
+    int64_t qbin = -1;      // the arrival clock's bin: queue maxima are recorded up to it
     bool revert_pending = false;
     int64_t revert_at = 0;
     link_params revert_to;
@@ -151,7 +158,6 @@ link_engine::link_engine(std::string name, int fd_a, int fd_b, const link_params
         dir_[i]->out = 1 - i;
         dir_[i]->set(i == 0 ? ab : ba);
         dir_[i]->rng = (cfg.seed + 0x9e3779b97f4a7c15ULL * uint64_t(i + 1)) | 1;
-        dir_[i]->cur.dir = i;
     }
     params_copy_ = {ab, ba};
     class_size_.push_back(cfg.max_packet);
@@ -326,18 +332,55 @@ std::vector<bin_record> link_engine::take_records() {
     return out;
 }
 
-void link_engine::emit(direction& d) {
-    if (!d.dirty) {
+int64_t link_engine::bin_of(int64_t t) const {
+    return t > cfg_.t0_ns ? (t - cfg_.t0_ns) / cfg_.interval_ns : 0;
+}
+
+// The record of bin b, created on first use. A bin already emitted (only possible after a
+// flush emitted partial bins) is not reopened: its events go to the oldest bin still open.
+bin_record& link_engine::bin_at(direction& d, int64_t b) {
+    b = std::max(b, d.floor_bin);
+    auto [it, fresh] = d.open.try_emplace(b);
+    if (fresh) {
+        it->second.bin = b;
+        it->second.dir = d.index;
+    }
+    return it->second;
+}
+
+// Emits every open bin (at a flush or at the end); rows emitted later may repeat a bin.
+void link_engine::emit_all(direction& d) {
+    if (d.open.empty()) {
         return;
     }
-    d.cur.bin = d.bin;
-    d.cur.dir = d.index;
-    {
-        std::lock_guard<std::mutex> g(rec_mu_);
-        records_.push_back(d.cur);
+    std::lock_guard<std::mutex> g(rec_mu_);
+    for (auto& [b, r] : d.open) {
+        records_.push_back(r);
     }
-    d.cur = bin_record{};
-    d.dirty = false;
+    d.open.clear();
+}
+
+// Emits the bins that can no longer change: those before the current time's bin and before
+// the bin of the next pending delivery (deliver_at never decreases, and a packet arriving
+// from now on is delivered at or after now).
+void link_engine::close_bins(direction& d, int64_t now) {
+    int64_t limit = bin_of(now);
+    if (!d.flight.empty()) {
+        limit = std::min(limit, bin_of(d.flight.front().deliver_at));
+    }
+    if (limit <= d.floor_bin) {
+        return;
+    }
+    d.floor_bin = limit;
+    auto end = d.open.lower_bound(limit);
+    if (end == d.open.begin()) {
+        return;
+    }
+    std::lock_guard<std::mutex> g(rec_mu_);
+    for (auto it = d.open.begin(); it != end; ++it) {
+        records_.push_back(it->second);
+    }
+    d.open.erase(d.open.begin(), end);
 }
 
 void link_engine::update_queue(direction& d, int64_t now) {
@@ -348,24 +391,23 @@ void link_engine::update_queue(direction& d, int64_t now) {
     }
 }
 
-// Moves the direction's current bin forward so that it contains time t. The queue maximum of
-// the new bin starts at the queue length at the bin's start (the queue only shrinks between
-// arrivals, so that plus the length after each arrival gives the bin's maximum).
-void link_engine::note_event(direction& d, int64_t t) {
-    if (cfg_.interval_ns <= 0) {
-        return;
-    }
-    int64_t b = t > cfg_.t0_ns ? (t - cfg_.t0_ns) / cfg_.interval_ns : 0;
-    if (b <= d.bin) {
-        return;
-    }
-    emit(d);
-    d.bin = b;
-    update_queue(d, cfg_.t0_ns + b * cfg_.interval_ns);
-    if (d.q_pkts > 0) {
-        d.cur.queue_bytes_max = uint64_t(d.q_bytes);
-        d.cur.queue_pkts_max = uint64_t(d.q_pkts);
-        d.dirty = true;
+// Moves the arrival clock to the bin containing `now`. Each bin entered while the queue is not
+// empty starts its queue maximum at the queue length at the bin's start (the queue only shrinks
+// between arrivals, so that plus the length after each arrival gives the bin's maximum).
+void link_engine::advance_clock(direction& d, int64_t now) {
+    int64_t b = bin_of(now);
+    while (d.qbin < b) {
+        if (d.q_pkts == 0) {
+            d.qbin = b;  // it stays empty until the next arrival, which comes after now
+            break;
+        }
+        ++d.qbin;
+        update_queue(d, cfg_.t0_ns + d.qbin * cfg_.interval_ns);
+        if (d.q_pkts > 0) {
+            bin_record& r = bin_at(d, d.qbin);
+            r.queue_bytes_max = std::max(r.queue_bytes_max, uint64_t(d.q_bytes));
+            r.queue_pkts_max = std::max(r.queue_pkts_max, uint64_t(d.q_pkts));
+        }
     }
 }
 
@@ -374,10 +416,8 @@ void link_engine::roll_bins(int64_t now) {
         return;
     }
     for (auto& dp : dir_) {
-        direction& d = *dp;
-        if (d.dirty || d.q_pkts > 0) {
-            note_event(d, now);
-        }
+        advance_clock(*dp, now);
+        close_bins(*dp, now);
     }
 }
 
@@ -388,8 +428,13 @@ int64_t link_engine::next_deadline(int64_t now) {
         if (!d.flight.empty()) {
             dl = std::min(dl, d.flight.front().deliver_at);
         }
-        if (cfg_.interval_ns > 0 && (d.dirty || d.q_pkts > 0)) {
-            dl = std::min(dl, cfg_.t0_ns + (d.bin + 1) * cfg_.interval_ns);
+        if (cfg_.interval_ns > 0) {
+            if (d.q_pkts > 0) {  // record the queue at the next bin's start
+                dl = std::min(dl, cfg_.t0_ns + (d.qbin + 1) * cfg_.interval_ns);
+            }
+            if (!d.open.empty()) {  // the oldest open bin can close at its end
+                dl = std::min(dl, cfg_.t0_ns + (d.open.begin()->first + 1) * cfg_.interval_ns);
+            }
         }
         if (d.revert_pending) {
             dl = std::min(dl, d.revert_at);
@@ -400,8 +445,11 @@ int64_t link_engine::next_deadline(int64_t now) {
 }
 
 void link_engine::arrive(direction& d, packet p, int64_t now) {
+    const bool mon = cfg_.interval_ns > 0;
+    if (mon) {
+        advance_clock(d, now);
+    }
     update_queue(d, now);
-    note_event(d, now);
     bump(d.c.arrivals, p.segs);
     bump(d.c.arrival_bytes, p.wire);
     if (d.p.loss > 0) {
@@ -410,24 +458,27 @@ void link_engine::arrive(direction& d, packet p, int64_t now) {
         double pe = p.segs > 1 ? 1.0 - std::pow(1.0 - d.p.loss, double(p.segs)) : d.p.loss;
         if (d.p.loss >= 1.0 || d.uniform() < pe) {
             bump(d.c.drop_random, p.segs);
-            d.cur.drop_random += p.segs;
-            d.dirty = true;
+            if (mon) {
+                bin_at(d, d.qbin).drop_random += p.segs;
+            }
             release(p.buf, p.cls);
             return;
         }
     }
-    if (d.q_pkts > 0 && ((d.q_bytes + int64_t(p.wire) > d.qlimit) ||
+    if (d.q_pkts > 0 && ((d.qlimit > 0 && d.q_bytes + int64_t(p.wire) > d.qlimit) ||
                          (d.p.queue_pkts > 0 && d.q_pkts + int64_t(p.segs) > d.p.queue_pkts))) {
         bump(d.c.drop_queue, p.segs);
-        d.cur.drop_queue += p.segs;
-        d.dirty = true;
+        if (mon) {
+            bin_at(d, d.qbin).drop_queue += p.segs;
+        }
         release(p.buf, p.cls);
         return;
     }
     if (d.flight.size() >= k_max_in_flight) {
         bump(d.c.drop_queue, p.segs);
-        d.cur.drop_queue += p.segs;
-        d.dirty = true;
+        if (mon) {
+            bin_at(d, d.qbin).drop_queue += p.segs;
+        }
         release(p.buf, p.cls);
         return;
     }
@@ -439,14 +490,12 @@ void link_engine::arrive(direction& d, packet p, int64_t now) {
         d.inq.push_back({ser_end, p.wire, p.segs});
         d.q_bytes += p.wire;
         d.q_pkts += p.segs;
-        if (uint64_t(d.q_bytes) > d.cur.queue_bytes_max) {
-            d.cur.queue_bytes_max = uint64_t(d.q_bytes);
-        }
-        if (uint64_t(d.q_pkts) > d.cur.queue_pkts_max) {
-            d.cur.queue_pkts_max = uint64_t(d.q_pkts);
+        if (mon) {
+            bin_record& r = bin_at(d, d.qbin);
+            r.queue_bytes_max = std::max(r.queue_bytes_max, uint64_t(d.q_bytes));
+            r.queue_pkts_max = std::max(r.queue_pkts_max, uint64_t(d.q_pkts));
         }
         raise_to(d.c.queue_bytes_max, uint64_t(d.q_bytes));
-        d.dirty = true;
     }
     int64_t delay = d.p.delay_ns;
     if (d.p.jitter_ns > 0) {
@@ -467,16 +516,19 @@ void link_engine::deliver_due(direction& d) {
         }
         uint64_t late = uint64_t(now - p.deliver_at);
         ssize_t w = ::write(fd_[d.out], p.buf, p.len);
-        note_event(d, p.deliver_at);
+        // Binned by the scheduled time, not by when the write happened: a late emulator then
+        // writes a burst, but the link did not carry one (late_max_us says it was late).
+        bin_record* r = cfg_.interval_ns > 0 ? &bin_at(d, bin_of(p.deliver_at)) : nullptr;
         if (w < 0) {
             bump(d.c.write_errors, 1);
         } else {
             bump(d.c.delivered, p.segs);
             bump(d.c.delivered_bytes, p.wire);
-            d.cur.packets += p.segs;
-            d.cur.bytes += p.wire;
+            if (r) {
+                r->packets += p.segs;
+                r->bytes += p.wire;
+            }
         }
-        d.dirty = true;
         bump(d.c.hist[hist_index(late)], 1);
         bump(d.c.late_sum_ns, late);
         raise_to(d.c.late_max_ns, late);
@@ -484,7 +536,9 @@ void link_engine::deliver_due(direction& d) {
         if (int64_t(late) > cfg_.late_warn_ns) {
             bump(d.c.late_over, 1);
         }
-        d.cur.late_max_us = std::max<uint64_t>(d.cur.late_max_us, late / 1000);
+        if (r) {
+            r->late_max_us = std::max<uint64_t>(r->late_max_us, late / 1000);
+        }
         release(p.buf, p.cls);
         d.flight.pop_front();
     }
@@ -568,7 +622,7 @@ void link_engine::handle_commands() {
             }
         } else {
             for (auto& dp : dir_) {
-                emit(*dp);
+                emit_all(*dp);
             }
         }
         std::lock_guard<std::mutex> g(cmd_mu_);
@@ -642,7 +696,7 @@ void link_engine::run() {
     }
     handle_commands();  // answer pending flushes
     for (auto& dp : dir_) {
-        emit(*dp);
+        emit_all(*dp);
     }
     std::lock_guard<std::mutex> g(cmd_mu_);
     cmd_done_ = cmd_serial_;

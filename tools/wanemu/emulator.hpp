@@ -89,7 +89,8 @@ public:
     // Thread-safe. Worst lateness of direction `dir` since the previous call (for per-second
     // health checks; a value racing with the reset may be lost, which only delays a warning).
     uint64_t take_window_late_max(int dir);
-    // Thread-safe. Moves out the monitor records emitted so far (in time order per direction).
+    // Thread-safe. Moves out the monitor records emitted so far (in time order per direction,
+    // except that after a flush a late delivery can add a row for a bin already emitted).
     std::vector<bin_record> take_records();
 
     const std::string& name() const { return name_; }
@@ -117,8 +118,11 @@ private:
     void arrive(direction& d, packet p, int64_t now);
     void deliver_due(direction& d);
     void roll_bins(int64_t now);
-    void emit(direction& d);
-    void note_event(direction& d, int64_t t);
+    void emit_all(direction& d);
+    void close_bins(direction& d, int64_t now);
+    void advance_clock(direction& d, int64_t now);
+    bin_record& bin_at(direction& d, int64_t b);
+    int64_t bin_of(int64_t t) const;
     void update_queue(direction& d, int64_t now);
     int64_t next_deadline(int64_t now);
     uint8_t* alloc(int cls);

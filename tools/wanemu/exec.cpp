@@ -115,6 +115,8 @@ const int k_forwarded[] = {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, S
 
 }  // namespace
 
+bool print_command_usage(const std::string& cmd);  // main.cpp
+
 // args: everything after "exec". Returns the exit code (or does not return: re-raised signal).
 int cmd_exec(const std::string& name_opt, std::vector<std::string> args) {
     bool null_stdin = false;
@@ -129,6 +131,9 @@ int cmd_exec(const std::string& name_opt, std::vector<std::string> args) {
             name = a.substr(7);
         } else if (a == "-n") {
             null_stdin = true;
+        } else if (a == "--help" || a == "-h") {  // before HOST: ours (ssh has no -h)
+            print_command_usage("exec");
+            return 0;
         } else if (a == "-o" || a == "-l" || a == "-p" || a == "-i" || a == "-F" || a == "-E" ||
                    a == "-J") {
             ++i;

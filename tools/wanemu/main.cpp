@@ -17,6 +17,7 @@
 namespace wanmpi::wanemu {
 int cmd_exec(const std::string& name_opt, std::vector<std::string> args);
 int cmd_plot(const std::vector<std::string>& args);
+bool print_command_usage(const std::string& cmd);
 }  // namespace wanmpi::wanemu
 
 using namespace wanmpi::wanemu;
@@ -30,8 +31,9 @@ Emulated clusters (network namespaces) joined by emulated wide-area links.
 
   up [OPTIONS] TOPOLOGY_FILE        build a run from a topology file
   up [OPTIONS] --clusters N --hosts H [--delay 10ms] [--rate 200mbit] [--loss 0.5%]
-     [--queue 64KB|100p|auto] [--jitter 1ms] [--private K|c1,c2] [--mtu 9000] [--gso]
-     [--nic 1gbit]                  the quick form: a full mesh of N clusters
+     [--queue 64KB|100p|64KB+100p|auto] [--jitter 1ms] [--private K|c1,c2] [--frontends F]
+     [--mtu 9000] [--gso] [--nic 1gbit]
+                                    the quick form: a full mesh of N clusters
      OPTIONS: --name RUN  --foreground  --csv PATH  --log PATH  --interval 1ms|off
               --rt-prio N | --no-rt  --spin DURATION  --watch-pid PID  --late-warn 1ms  --quiet
   check [OPTIONS] TOPOLOGY_FILE|--clusters ...
@@ -47,11 +49,139 @@ Emulated clusters (network namespaces) joined by emulated wide-area links.
   down --all [--live]               clean up runs whose controller died (--live: all runs)
   list                              list runs
   plot CSV -o OUT.png|OUT.svg [--title T] [--link L] [--from S] [--to S] [--bin 10ms]
+       [--size WxH] [--script OUT.gp]
                                     plot a traffic-monitor CSV
 
 Every command except up/list/plot works on one run: --name RUN, else $WANEMU_RUN, else the
-only run that is up. Needs root (except plot).
+only run that is up. Needs root (except check and plot). `wanemu COMMAND --help` shows one
+command's usage; docs/wanemu.md has everything.
 )";
+
+// Usage of each command, printed by `wanemu COMMAND --help` (or -h, or `wanemu help COMMAND`).
+struct command_help {
+    const char* name;
+    const char* text;
+};
+const command_help k_command_help[] = {
+    {"up", R"(usage: wanemu up [OPTIONS] TOPOLOGY_FILE
+       wanemu up [OPTIONS] --clusters N --hosts H [LINK AND CLUSTER OPTIONS]
+
+Builds a run (namespaces, bridges, emulated links) and returns once it is ready.
+
+quick form (a full mesh of clusters c0..c<N-1>, hosts c<i>h<j>):
+  --clusters N          number of clusters (1..64)
+  --hosts H             hosts per cluster (1..200)
+  --delay 10ms          one-way delay of every link
+  --rate 200mbit        link rate ("unlimited" for none)
+  --loss 0.5%           random loss per packet
+  --queue auto          drop-tail queue: 64KB (bytes), 20p (packets only), 64KB+20p (both),
+                        auto (one round trip's worth, at least 64 KB), auto+20p
+  --queue-pkts N        packet limit next to the byte limit in force
+  --jitter 1ms          delay variation (packets are never reordered)
+  --private K|c1,c2     the last K clusters (or the named ones) are private
+  --frontends F         the first F hosts of each cluster are front-ends (default 1); in a
+                        private cluster they are the hosts with a public address too
+  --nic RATE            limit every host NIC (each interface, both directions) with tbf
+options (both forms):
+  --mtu 9000            MTU of every interface (576..65000)
+  --gso                 TUN vnet mode with 64 KB GSO super-packets (for >= 1 Gbit/s)
+  --name RUN            run name (default $WANEMU_RUN, else r<index>)
+  --foreground, -f      stay in the foreground; Ctrl-C takes the run down
+  --csv PATH            traffic monitor output (default /run/wanemu/<run>/monitor.csv)
+  --interval 1ms|off    monitor bin (100us..10s)
+  --log PATH            controller log
+  --rt-prio N, --no-rt  SCHED_FIFO priority of the link threads (default 50)
+  --spin DURATION       busy-wait the last part of each wait
+  --late-warn 1ms       lateness counted as late in stats and warnings
+  --watch-pid PID       take the run down when PID exits
+  --quiet, -q           print nothing on success
+)"},
+    {"check", R"(usage: wanemu check [OPTIONS] TOPOLOGY_FILE
+       wanemu check [OPTIONS] --clusters N --hosts H [...]
+
+Same arguments as `wanemu up` (see `wanemu up --help`): prints the hosts and links that up
+would build, or the error it would report. Needs no root.
+)"},
+    {"hosts", R"(usage: wanemu hosts [--name RUN] [--names | --kv] [--cluster C]
+
+Prints the run's hosts (cluster, role, namespace, addresses) and links.
+  --names       host names only, one a line
+  --kv          host=.. cluster=.. role=frontend|compute netns=.. public=ADDR|- private=ADDR|-
+  --cluster C   only the hosts of cluster C
+)"},
+    {"exec", R"(usage: wanemu exec [--name RUN] [-n] HOST -- CMD [ARG...]   argv exactly as given
+       wanemu exec [--name RUN] [-n] HOST CMD [ARG...]      ssh style: run by /bin/sh -c
+       wanemu exec [--name RUN] HOST                        an interactive shell
+
+Runs a command on HOST (a host name, one of its addresses, or user@host) like ssh does:
+the command's own stdin/stdout/stderr, environment and directory passed through, its exit
+status (255 for wanemu exec's own errors), signals forwarded. -n: stdin from /dev/null.
+ssh options that launchers add (-x, -T, -o OPT, -l USER, -p PORT, ...) are ignored.
+)"},
+    {"set", R"(usage: wanemu set [--name RUN] LINK|all key=value[,key=value...] [key=value ...]
+
+Changes a link while the run is up. LINK is a-b (either order) or all.
+  delay=10ms rate=200mbit loss=1% jitter=1ms
+  queue=64KB|20p|64KB+20p|auto|auto+20p   (the whole queue limit)
+  queue_pkts=N                            (the packet limit only; 0 = none)
+  from=CLUSTER    change only the direction leaving CLUSTER
+  for=5s          revert to the previous parameters after that long
+)"},
+    {"stats", R"(usage: wanemu stats [--name RUN] [--kv]
+
+Per link: the emulator thread's CPU; per direction: parameters, packets and bytes delivered,
+queue and random drops, the largest queue, the emulator's lateness, TUN queue drops, and the
+controller's warnings. Flushes the traffic monitor first.
+  --kv    one key=value line per direction, for scripts
+)"},
+    {"down", R"(usage: wanemu down [--name RUN]
+       wanemu down --all [--live]
+
+Takes the run down: stops its controller and removes its processes, namespaces and state.
+  --all     clean up every run whose controller is dead, and leftover wn.* namespaces
+  --live    with --all: also take down runs that are still up
+)"},
+    {"list", R"(usage: wanemu list
+
+Lists the runs: name, index, state (running or stale), controller pid, clusters, hosts,
+monitor file.
+)"},
+    {"plot", R"(usage: wanemu plot CSV -o OUT.png|OUT.svg [OPTIONS]
+
+Draws a traffic-monitor CSV with gnuplot: throughput per direction with drops marked, and the
+queue of each direction below. A direction has the same colour in both panels and in every plot
+of runs with the same links. CSV "-" reads standard input.
+  --title T         plot title
+  --link L          only link L (a-b)
+  --from S, --to S  time window in seconds (or a duration such as 500ms)
+  --bin 10ms        re-bin to this width (default: at most ~1500 points)
+  --size WxH        image size (default 1000x620)
+  --script PATH     write the gnuplot script (data included) to PATH instead of running gnuplot
+)"},
+    {"help", R"(usage: wanemu help [COMMAND]
+
+Prints the list of commands, or one command's usage.
+)"},
+};
+
+}  // namespace
+
+namespace wanmpi::wanemu {
+// Prints the usage of `cmd` to stdout; returns false if there is no such command.
+bool print_command_usage(const std::string& cmd) {
+    for (const auto& h : k_command_help) {
+        if (cmd == h.name) {
+            std::fputs(h.text, stdout);
+            return true;
+        }
+    }
+    return false;
+}
+}  // namespace wanmpi::wanemu
+
+namespace {
+
+bool is_help(const std::string& a) { return a == "--help" || a == "-h"; }
 
 bool take_value(const std::vector<std::string>& a, size_t& i, const std::string& opt,
                 std::string& out) {
@@ -156,6 +286,10 @@ topology parse_up_args(const std::vector<std::string>& a, up_options& o) {
                 throw error("bad --nic '" + v + "'");
             }
             q.nic_bps = *r;
+            quick = true;
+        } else if (take_value(a, i, "--frontends", v)) {
+            // Range-checked against --hosts in make_quick_topology (a clear message there).
+            q.frontends = parse_int("--frontends", v, -1000, 1000);
             quick = true;
         } else if (!a[i].empty() && a[i][0] == '-') {
             throw error("unknown option '" + a[i] + "' for up (see `wanemu help`)");
@@ -420,8 +554,24 @@ int main(int argc, char** argv) {
         }
         cmd = a[i];
         std::vector<std::string> rest(a.begin() + long(i) + 1, a.end());
-        if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+        if (cmd == "help" || is_help(cmd)) {
+            if (cmd == "help" && !rest.empty() && !is_help(rest[0])) {
+                if (!print_command_usage(rest[0])) {
+                    throw error("no command '" + rest[0] + "' (see `wanemu help`)");
+                }
+                return 0;
+            }
+            if (cmd == "help" && !rest.empty()) {
+                print_command_usage("help");
+                return 0;
+            }
             std::fputs(k_usage, stdout);
+            return 0;
+        }
+        // `wanemu COMMAND --help`: exec looks only before HOST (the command's own --help is
+        // the command's), the others anywhere.
+        if (cmd != "exec" && std::any_of(rest.begin(), rest.end(), is_help) &&
+            print_command_usage(cmd)) {
             return 0;
         }
         if (cmd == "exec") {

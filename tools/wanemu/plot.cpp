@@ -2,14 +2,21 @@
 // marked, and the queue below it, drawn by gnuplot (Debian's gnuplot-nox) from the monitor CSV.
 //
 // The CSV omits bins in which nothing happened; this fills them with zeros, re-bins to at most
-// ~1500 points per series (or --bin), and writes one data file per direction for gnuplot.
-#include <unistd.h>
-
+// ~1500 points per series (or --bin), and hands gnuplot one inline data block per direction
+// (the script is self-contained, so --script can save it).
+//
+// Colours: a direction's colour depends only on the links in the CSV (all rows, before --link,
+// --from and --to filter them): the directions of those links, both ways, sorted by link and
+// direction, take the palette in that order. So c0>c1 has the same colour in the throughput and
+// queue panels, in a plot of one link, and in plots of other runs with the same links, however
+// the rows happen to be ordered or whichever direction carried traffic first.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "common.hpp"
 
@@ -27,7 +34,13 @@ struct series {
     std::string link;
     std::vector<row> rows;
     double total_bytes = 0, total_drops_q = 0, total_drops_r = 0;
+    std::string colour;
 };
+
+// Tableau's 10 colours without its red, which marks drops.
+const char* const k_palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr size_t k_palette_size = sizeof k_palette / sizeof k_palette[0];
 
 std::string gp_quote(const std::string& s) {
     std::string out = "\"";
@@ -47,6 +60,7 @@ int cmd_plot(const std::vector<std::string>& args) {
     double t_from = -1, t_to = -1;
     int64_t bin_ns = 0;
     int width = 1000, height = 620;
+    std::string script_out;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> std::string {
@@ -59,6 +73,8 @@ int cmd_plot(const std::vector<std::string>& args) {
             out = value();
         } else if (a == "--title") {
             title = value();
+        } else if (a == "--script") {
+            script_out = value();
         } else if (a == "--link") {
             link_filter = value();
         } else if (a == "--from" || a == "--to") {
@@ -92,7 +108,7 @@ int cmd_plot(const std::vector<std::string>& args) {
     if (in.empty() || out.empty()) {
         throw error(
             "usage: wanemu plot CSV -o OUT.png|OUT.svg [--title T] [--link L] "
-            "[--from S] [--to S] [--bin DURATION] [--size WxH]");
+            "[--from S] [--to S] [--bin DURATION] [--size WxH] [--script OUT.gp]");
     }
     std::string ext =
         lower(out.substr(out.rfind('.') == std::string::npos ? out.size() : out.rfind('.')));
@@ -111,6 +127,8 @@ int cmd_plot(const std::vector<std::string>& args) {
     std::vector<series> ser;
     std::map<std::string, size_t> idx;
     std::vector<double> times;
+    // Every direction of every link in the file, both ways: "link\tfrom\tto" (sorted).
+    std::set<std::string> all_dirs;
     int lineno = 0;
     for (const auto& line : split(text, '\n')) {
         ++lineno;
@@ -121,6 +139,8 @@ int cmd_plot(const std::vector<std::string>& args) {
         if (f.size() < 11) {
             throw error(in + ":" + std::to_string(lineno) + ": expected 11 columns");
         }
+        all_dirs.insert(f[1] + "\t" + f[2] + "\t" + f[3]);
+        all_dirs.insert(f[1] + "\t" + f[3] + "\t" + f[2]);
         if (!link_filter.empty() && f[1] != link_filter) {
             continue;
         }
@@ -138,7 +158,7 @@ int cmd_plot(const std::vector<std::string>& args) {
         auto it = idx.find(f[1] + " " + key);
         if (it == idx.end()) {
             it = idx.emplace(f[1] + " " + key, ser.size()).first;
-            ser.push_back(series{key, f[1], {}, 0, 0, 0});
+            ser.push_back(series{key, f[1], {}, 0, 0, 0, {}});
         }
         auto& s = ser[it->second];
         s.rows.push_back(r);
@@ -151,6 +171,16 @@ int cmd_plot(const std::vector<std::string>& args) {
         throw error("no traffic in " + in +
                     (link_filter.empty() ? "" : " for link " + link_filter));
     }
+    // Stable colours (see the top of the file), and series in the same order as their colours.
+    for (auto& s : ser) {
+        size_t pos = size_t(std::distance(
+            all_dirs.begin(), all_dirs.find(s.link + "\t" + s.key.substr(0, s.key.find('>')) +
+                                            "\t" + s.key.substr(s.key.find('>') + 1))));
+        s.colour = k_palette[pos % k_palette_size];
+    }
+    std::stable_sort(ser.begin(), ser.end(), [](const series& x, const series& y) {
+        return std::tie(x.link, x.key) < std::tie(y.link, y.key);
+    });
     std::sort(times.begin(), times.end());
     times.erase(std::unique(times.begin(), times.end()), times.end());
     double interval = 0.001;
@@ -172,106 +202,99 @@ int cmd_plot(const std::vector<std::string>& args) {
     bin = std::max(bin, interval);
     size_t nbins = size_t(std::ceil((tmax - tmin) / bin)) + 1;
 
-    char tmpl[] = "/tmp/wanemu-plot-XXXXXX";
-    if (!::mkdtemp(tmpl)) {
-        throw_errno("mkdtemp");
-    }
-    std::string dir = tmpl;
     std::string script;
     double drops_total = 0;
     for (const auto& s : ser) {
         drops_total += s.total_drops_q + s.total_drops_r;
     }
-    try {
-        for (size_t k = 0; k < ser.size(); ++k) {
-            std::vector<double> bytes(nbins), dq(nbins), dr(nbins), q(nbins), late(nbins);
-            for (const auto& r : ser[k].rows) {
-                size_t b = size_t(std::max(0.0, std::floor((r.t - tmin) / bin + 1e-9)));
-                if (b >= nbins) {
-                    continue;
-                }
-                bytes[b] += r.bytes;
-                dq[b] += r.drop_q;
-                dr[b] += r.drop_r;
-                q[b] = std::max(q[b], r.queue_bytes);
-                late[b] = std::max(late[b], r.late_us);
-            }
-            std::string data;
-            char line[256];
-            for (size_t b = 0; b < nbins; ++b) {
-                std::snprintf(line, sizeof line, "%.6f %.4f %.3f %.0f %.0f %.3f\n",
-                              tmin + double(b) * bin, bytes[b] * 8 / bin / 1e6, q[b] / 1024, dq[b],
-                              dr[b], late[b] / 1000);
-                data += line;
-            }
-            write_file_atomic(dir + "/d" + std::to_string(k), data);
-        }
-        const bool png = ext == ".png";
-        script += png ? "set terminal pngcairo size " + std::to_string(width) + "," +
-                            std::to_string(height) + " font 'DejaVu Sans,10'\n"
-                      : "set terminal svg size " + std::to_string(width) + "," +
-                            std::to_string(height) + " dynamic font 'DejaVu Sans,10'\n";
-        script += "set output " + gp_quote(out) + "\n";
-        std::string ttl = title.empty() ? "wanemu traffic monitor" : title;
-        char sub[256];
-        std::snprintf(sub, sizeof sub, "bins of %g ms", bin * 1000);
-        script += "set multiplot title " + gp_quote(ttl + "  (" + sub + ")") + "\n";
-        // Both panels share the left margin so their time axes line up.
-        script += "set lmargin 11\nset rmargin 4\nset grid lc rgb '#dddddd'\n";
-        script += "set xrange [" + std::to_string(tmin) + ":" + std::to_string(tmax) + "]\n";
-        script +=
-            "set style line 1 lc rgb '#1f77b4' lw 1.5\nset style line 2 lc rgb "
-            "'#ff7f0e' lw 1.5\nset style line 3 lc rgb '#2ca02c' lw 1.5\nset style line "
-            "4 lc rgb '#9467bd' lw 1.5\nset style line 5 lc rgb '#8c564b' lw 1.5\nset "
-            "style line 6 lc rgb '#17becf' lw 1.5\n";
-        // Top: throughput and drops.
-        script +=
-            "set origin 0,0.36\nset size 1,0.58\nset ylabel 'delivered (Mbit/s)'\n"
-            "set format x ''\nset xlabel ''\nset yrange [0:*]\n"
-            "set key outside top center horizontal samplen 2\n";
-        std::string plot = "plot ";
-        for (size_t k = 0; k < ser.size(); ++k) {
-            std::string ls = std::to_string(k % 6 + 1);
-            std::string name = (ser.size() > 2 ? ser[k].link + " " : std::string()) + ser[k].key;
-            plot += (k ? ", " : "") + gp_quote(dir + "/d" + std::to_string(k)) +
-                    " using 1:2 with steps ls " + ls + " title " + gp_quote(name);
-        }
-        for (size_t k = 0; k < ser.size() && drops_total > 0; ++k) {
-            double d = ser[k].total_drops_q + ser[k].total_drops_r;
-            if (d == 0) {
+    // Data: one inline block per direction ($d0, $d1, ...), columns time, Mbit/s, queue KB,
+    // queue drops, random drops, worst lateness (ms).
+    for (size_t k = 0; k < ser.size(); ++k) {
+        std::vector<double> bytes(nbins), dq(nbins), dr(nbins), q(nbins), late(nbins);
+        for (const auto& r : ser[k].rows) {
+            size_t b = size_t(std::max(0.0, std::floor((r.t - tmin) / bin + 1e-9)));
+            if (b >= nbins) {
                 continue;
             }
-            std::string ls = std::to_string(k % 6 + 1);
-            char lbl[160];
-            std::snprintf(lbl, sizeof lbl, "drops %s (%.0f queue, %.0f random)", ser[k].key.c_str(),
-                          ser[k].total_drops_q, ser[k].total_drops_r);
-            plot += ", " + gp_quote(dir + "/d" + std::to_string(k)) +
-                    " using 1:(($4+$5)>0 ? $2 : 1/0) with points pt " +
-                    std::to_string(k % 2 ? 11 : 9) + " ps 0.9 lc rgb '#d62728' title " +
-                    gp_quote(lbl);
+            bytes[b] += r.bytes;
+            dq[b] += r.drop_q;
+            dr[b] += r.drop_r;
+            q[b] = std::max(q[b], r.queue_bytes);
+            late[b] = std::max(late[b], r.late_us);
         }
-        script += plot + "\n";
-        // Bottom: queue.
-        script +=
-            "set origin 0,0\nset size 1,0.38\nset ylabel 'queue (KB)'\n"
-            "set format x '%g'\nset xlabel 'time (s)'\nset yrange [0:*]\nunset key\n";
-        plot = "plot ";
-        for (size_t k = 0; k < ser.size(); ++k) {
-            std::string ls = std::to_string(k % 6 + 1);
-            std::string name = (ser.size() > 2 ? ser[k].link + " " : std::string()) + ser[k].key;
-            plot += (k ? ", " : "") + gp_quote(dir + "/d" + std::to_string(k)) +
-                    " using 1:3 with steps ls " + ls + " title " + gp_quote(name);
+        script += "$d" + std::to_string(k) + " << EOD\n";
+        char line[256];
+        for (size_t b = 0; b < nbins; ++b) {
+            std::snprintf(line, sizeof line, "%.6f %.4f %.3f %.0f %.0f %.3f\n",
+                          tmin + double(b) * bin, bytes[b] * 8 / bin / 1e6, q[b] / 1024, dq[b],
+                          dr[b], late[b] / 1000);
+            script += line;
         }
-        script += plot + "\nunset multiplot\n";
-        auto r = run_command({"gnuplot"}, script);
-        if (r.status != 0) {
-            throw error("gnuplot failed: " + std::string(trim(r.out)));
-        }
-    } catch (...) {
-        run_command({"rm", "-rf", "--", dir});
-        throw;
+        script += "EOD\n";
     }
-    run_command({"rm", "-rf", "--", dir});
+    const bool png = ext == ".png";
+    script += png ? "set terminal pngcairo size " + std::to_string(width) + "," +
+                        std::to_string(height) + " font 'DejaVu Sans,10'\n"
+                  : "set terminal svg size " + std::to_string(width) + "," +
+                        std::to_string(height) + " dynamic font 'DejaVu Sans,10'\n";
+    script += "set output " + gp_quote(out) + "\n";
+    std::string ttl = title.empty() ? "wanemu traffic monitor" : title;
+    char sub[256];
+    std::snprintf(sub, sizeof sub, "bins of %g ms", bin * 1000);
+    script += "set multiplot title " + gp_quote(ttl + "  (" + sub + ")") + "\n";
+    // Both panels share the left margin so their time axes line up.
+    script += "set lmargin 11\nset rmargin 4\nset grid lc rgb '#dddddd'\n";
+    script += "set xrange [" + std::to_string(tmin) + ":" + std::to_string(tmax) + "]\n";
+    // One line style per direction, used by both panels: the colour goes with the direction.
+    for (size_t k = 0; k < ser.size(); ++k) {
+        script += "set style line " + std::to_string(k + 1) + " lc rgb '" + ser[k].colour +
+                  "' lw 1.5  # " + ser[k].link + " " + ser[k].key + "\n";
+    }
+    auto name = [&](size_t k) {
+        return (ser.size() > 2 ? ser[k].link + " " : std::string()) + ser[k].key;
+    };
+    // Top: throughput and drops.
+    script +=
+        "set origin 0,0.36\nset size 1,0.58\nset ylabel 'delivered (Mbit/s)'\n"
+        "set format x ''\nset xlabel ''\nset yrange [0:*]\n"
+        "set key outside top center horizontal samplen 2\n";
+    std::string plot = "plot ";
+    for (size_t k = 0; k < ser.size(); ++k) {
+        plot += (k ? ", " : "") + std::string("$d") + std::to_string(k) +
+                " using 1:2 with steps ls " + std::to_string(k + 1) + " title " + gp_quote(name(k));
+    }
+    for (size_t k = 0; k < ser.size() && drops_total > 0; ++k) {
+        double d = ser[k].total_drops_q + ser[k].total_drops_r;
+        if (d == 0) {
+            continue;
+        }
+        char lbl[160];
+        std::snprintf(lbl, sizeof lbl, "drops %s (%.0f queue, %.0f random)", ser[k].key.c_str(),
+                      ser[k].total_drops_q, ser[k].total_drops_r);
+        plot += ", $d" + std::to_string(k) + " using 1:(($4+$5)>0 ? $2 : 1/0) with points pt " +
+                std::to_string(k % 2 ? 11 : 9) + " ps 0.9 lc rgb '#d62728' title " + gp_quote(lbl);
+    }
+    script += plot + "\n";
+    // Bottom: queue.
+    script +=
+        "set origin 0,0\nset size 1,0.38\nset ylabel 'queue (KB)'\n"
+        "set format x '%g'\nset xlabel 'time (s)'\nset yrange [0:*]\nunset key\n";
+    plot = "plot ";
+    for (size_t k = 0; k < ser.size(); ++k) {
+        plot += (k ? ", " : "") + std::string("$d") + std::to_string(k) +
+                " using 1:3 with steps ls " + std::to_string(k + 1) + " title " + gp_quote(name(k));
+    }
+    script += plot + "\nunset multiplot\n";
+    if (!script_out.empty()) {
+        write_file_atomic(script_out, script);
+        std::printf("wrote %s (gnuplot script for %s; %zu direction(s), %.1f s, bins of %g ms)\n",
+                    script_out.c_str(), out.c_str(), ser.size(), tmax - tmin, bin * 1000);
+        return 0;
+    }
+    auto r = run_command({"gnuplot"}, script);
+    if (r.status != 0) {
+        throw error("gnuplot failed: " + std::string(trim(r.out)));
+    }
     std::printf("wrote %s (%zu direction(s), %.1f s, bins of %g ms)\n", out.c_str(), ser.size(),
                 tmax - tmin, bin * 1000);
     return 0;

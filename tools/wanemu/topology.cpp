@@ -26,7 +26,7 @@ std::string exact(double v) {
 
 int64_t link_params::effective_queue_bytes() const {
     if (queue_bytes >= 0) {
-        return queue_bytes;
+        return queue_bytes;  // 0: none
     }
     double bdp = rate_bps / 8.0 * 2.0 * double(delay_ns) / 1e9;
     return std::max<int64_t>(64 * 1024, static_cast<int64_t>(bdp));
@@ -35,12 +35,15 @@ int64_t link_params::effective_queue_bytes() const {
 std::string link_params::describe() const {
     std::string s = "delay=" + format_duration(delay_ns) + " rate=" + format_rate(rate_bps);
     if (rate_bps > 0) {
-        s += " queue=" + format_size(effective_queue_bytes());
-        if (queue_bytes < 0) {
-            s += "(auto)";
+        s += " queue=";
+        if (queue_bytes != 0) {
+            s += format_size(effective_queue_bytes());
+            if (queue_bytes < 0) {
+                s += "(auto)";
+            }
         }
         if (queue_pkts > 0) {
-            s += "," + std::to_string(queue_pkts) + "p";
+            s += (queue_bytes != 0 ? "," : "") + std::to_string(queue_pkts) + "p";
         }
     }
     s += " loss=" + format_fraction(loss);
@@ -50,11 +53,28 @@ std::string link_params::describe() const {
     return s;
 }
 
+std::string link_params::queue_spec() const {
+    std::string s = queue_bytes < 0 ? "auto" : queue_bytes > 0 ? std::to_string(queue_bytes) : "";
+    if (queue_pkts > 0) {
+        s += (s.empty() ? "" : "+") + std::to_string(queue_pkts) + "p";
+    }
+    return s.empty() ? "0" : s;  // "0" (no limit at all) never passes validate()
+}
+
+void link_params::validate(int mtu) const {
+    if (queue_bytes == 0 && queue_pkts == 0) {
+        throw error("the queue needs a limit (a size such as 64KB, a packet count such as 100p, "
+                    "or auto)");
+    }
+    if (queue_bytes > 0 && queue_bytes < mtu) {
+        throw error("queue " + format_size(queue_bytes) + " (" + std::to_string(queue_bytes) +
+                    " bytes) is smaller than one packet (MTU " + std::to_string(mtu) + " bytes)");
+    }
+}
+
 std::string link_params::serialize() const {
     return "delay=" + std::to_string(delay_ns) + "ns jitter=" + std::to_string(jitter_ns) +
-           "ns rate=" + exact(rate_bps) +
-           " queue=" + (queue_bytes < 0 ? std::string("auto") : std::to_string(queue_bytes)) +
-           " queue_pkts=" + std::to_string(queue_pkts) + " loss=" + exact(loss);
+           "ns rate=" + exact(rate_bps) + " queue=" + queue_spec() + " loss=" + exact(loss);
 }
 
 void apply_param(link_params& p, const std::string& key_in, const std::string& value) {
@@ -81,27 +101,46 @@ void apply_param(link_params& p, const std::string& key_in, const std::string& v
         }
         p.rate_bps = *v;
     } else if (key == "queue" || key == "limit") {
+        // The value replaces the whole limit: what it does not name is not limited, so `100p`
+        // alone is 100 packets of any size (add `auto+` or a size to keep a byte limit too).
+        // Both limits are joined by '+' ("64KB+100p"); on the command line ',' works too.
         std::string v = lower(trim(value));
-        if (v == "auto") {
-            p.queue_bytes = -1;
-            return;
-        }
-        for (const auto& part : split(v, '+')) {
-            if (!part.empty() &&
-                (part.back() == 'p' || part.ends_with("pkts") || part.ends_with("packets"))) {
-                std::string n = part.substr(0, part.find_first_not_of("0123456789"));
-                if (n.empty() || n.size() > 9 || std::stoll(n) <= 0) {
+        std::replace(v.begin(), v.end(), ',', '+');
+        int64_t bytes = 0, pkts = 0;
+        for (const auto& part : split(v, '+', false)) {
+            if (part == "auto") {
+                bytes = -1;
+            } else if (!part.empty() && (part.back() == 'p' || part.ends_with("pkts") ||
+                                         part.ends_with("packets"))) {
+                size_t digits = part.find_first_not_of("0123456789");
+                std::string n = part.substr(0, digits);
+                std::string unit = part.substr(digits);
+                if (n.empty() || n.size() > 9 ||
+                    (unit != "p" && unit != "pkts" && unit != "packets")) {
                     throw bad("a packet count such as 100p");
                 }
-                p.queue_pkts = std::stoll(n);
+                if (std::stoll(n) <= 0) {
+                    throw error("bad queue '" + value + "': a queue must hold at least one packet");
+                }
+                pkts = std::stoll(n);
             } else {
                 auto b = parse_size_bytes(part);
-                if (!b || *b <= 0) {
-                    throw bad("a size such as 64KB, a packet count such as 100p, or auto");
+                if (!b || *b < 0) {
+                    throw bad("a size such as 64KB, a packet count such as 100p, both as "
+                              "64KB+100p, or auto");
                 }
-                p.queue_bytes = *b;
+                if (*b == 0) {
+                    throw error("bad queue '" + value + "': a queue must hold at least one packet");
+                }
+                bytes = *b;
             }
         }
+        if (bytes == 0 && pkts == 0) {
+            throw bad(
+                "a size such as 64KB, a packet count such as 100p, both as 64KB+100p, or auto");
+        }
+        p.queue_bytes = bytes;
+        p.queue_pkts = pkts;
     } else if (key == "queue_pkts" || key == "qpkts") {
         char* end = nullptr;
         long long n = std::strtoll(value.c_str(), &end, 10);
@@ -171,6 +210,11 @@ void topology::validate() const {
             throw error("cluster " + c.name + " has more than " +
                         std::to_string(k_max_hosts_per_cluster) + " hosts");
         }
+        if (c.frontends < 1 || c.frontends > int(c.host_names.size())) {
+            throw error("cluster " + c.name + ": frontends=" + std::to_string(c.frontends) +
+                        " must be 1.." + std::to_string(c.host_names.size()) +
+                        " (the number of its hosts)");
+        }
         for (const auto& h : c.host_names) {
             if (!valid_label(h, 40)) {
                 throw error("bad host name '" + h +
@@ -188,6 +232,14 @@ void topology::validate() const {
     std::set<std::string> lnames;
     std::set<std::pair<int, int>> pairs;
     for (const auto& l : links) {
+        for (int d = 0; d < 2; ++d) {
+            try {
+                (d == 0 ? l.ab : l.ba).validate(mtu);
+            } catch (const error& e) {
+                throw error("link " + clusters[size_t(d == 0 ? l.a : l.b)].name + ">" +
+                            clusters[size_t(d == 0 ? l.b : l.a)].name + ": " + e.what());
+            }
+        }
         if (l.a == l.b) {
             throw error("link " + l.name + " joins a cluster to itself");
         }
@@ -210,6 +262,9 @@ std::string topology::serialize() const {
              (c.is_private ? " private" : " public");
         if (c.nic_bps > 0) {
             s += " nic=" + exact(c.nic_bps);
+        }
+        if (c.frontends != 1) {
+            s += " frontends=" + std::to_string(c.frontends);
         }
         s += "\n";
     }
@@ -249,8 +304,10 @@ std::vector<host_info> make_hosts(const topology& t, const address_plan& plan) {
             h.name = cl.host_names[j];
             h.cluster = int(c);
             h.index = int(j);
-            h.role = j == 0 ? host_role::frontend : host_role::compute;
-            if (!cl.is_private || j == 0) {
+            // The first F hosts are front-ends; in a private cluster only they are dual-homed.
+            bool fe = int(j) < cl.frontends;
+            h.role = fe ? host_role::frontend : host_role::compute;
+            if (!cl.is_private || fe) {
                 h.pub_addr = plan.public_host(int(c), int(j));
             }
             if (cl.is_private) {
@@ -383,9 +440,18 @@ topology parse_topology(const std::string& text, const std::string& origin) {
                             throw error("bad nic rate '" + tok.substr(4) + "'");
                         }
                         c.nic_bps = *r;
+                    } else if (starts_with(tok, "frontends=")) {
+                        std::string v = tok.substr(10);
+                        char* end = nullptr;
+                        long f = std::strtol(v.c_str(), &end, 10);
+                        if (v.empty() || *end != '\0' || f < 1 || f > k_max_hosts_per_cluster) {
+                            throw error("bad frontends '" + v + "' (a count, at least 1)");
+                        }
+                        c.frontends = int(f);  // checked against the hosts in validate()
                     } else {
                         throw error("unknown cluster option '" + tok +
-                                    "' (known: hosts=N|names, private, public, nic=RATE)");
+                                    "' (known: hosts=N|names, private, public, nic=RATE, "
+                                    "frontends=F)");
                     }
                 }
                 if (c.host_names.empty()) {
@@ -466,6 +532,10 @@ topology make_quick_topology(const quick_form& q) {
     if (q.hosts < 1 || q.hosts > k_max_hosts_per_cluster) {
         throw error("--hosts must be 1.." + std::to_string(k_max_hosts_per_cluster));
     }
+    if (q.frontends < 1 || q.frontends > q.hosts) {
+        throw error("--frontends " + std::to_string(q.frontends) + ": must be 1.." +
+                    std::to_string(q.hosts) + " (--hosts)");
+    }
     topology t;
     t.mtu = q.mtu;
     t.gso = q.gso;
@@ -476,6 +546,7 @@ topology make_quick_topology(const quick_form& q) {
             ci.host_names.push_back(default_host_name(ci.name, j));
         }
         ci.nic_bps = q.nic_bps;
+        ci.frontends = q.frontends;
         t.clusters.push_back(ci);
     }
     if (!q.private_spec.empty()) {

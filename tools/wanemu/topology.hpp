@@ -19,12 +19,20 @@ struct link_params {
     int64_t delay_ns = 10 * 1000000;  // one-way propagation delay
     int64_t jitter_ns = 0;     // each packet's delay is uniform in delay +- jitter (FIFO kept)
     double rate_bps = 200e6;   // serialization rate of IP bytes; 0 = unlimited
-    int64_t queue_bytes = -1;  // drop-tail limit in bytes; -1 = auto (one BDP, >= 64 KB)
-    int64_t queue_pkts = 0;    // drop-tail limit in packets; 0 = none
-    double loss = 0;           // random loss probability per packet, at the link's entry
+    // Drop-tail limit in bytes: -1 = auto (one BDP, >= 64 KB); 0 = none, which only a packet
+    // limit may replace (`queue=20p` means 20 packets, not 20 packets within the auto bytes).
+    int64_t queue_bytes = -1;
+    int64_t queue_pkts = 0;  // drop-tail limit in packets; 0 = none
+    double loss = 0;         // random loss probability per packet, at the link's entry
 
-    // The byte limit in force: auto = max(64 KB, rate * 2 * delay) (one round trip's worth).
+    // The byte limit in force: auto = max(64 KB, rate * 2 * delay) (one round trip's worth);
+    // 0 = no byte limit.
     int64_t effective_queue_bytes() const;
+    // The queue spec in the syntax of `queue=`: "auto", "65536", "20p", "65536+20p", "auto+20p".
+    std::string queue_spec() const;
+    // Throws error unless the queue holds at least one packet of `mtu` bytes (a smaller limit
+    // would only ever hold the packet being sent, which is not what anyone means by it).
+    void validate(int mtu) const;
     // "delay=10ms rate=200mbit queue=244KB loss=0% jitter=0ms"
     std::string describe() const;
     // Serialised form for the state file; parse back with apply_param().
@@ -32,7 +40,9 @@ struct link_params {
 };
 
 // Sets one parameter from "key", "value" (delay, jitter, rate, queue, queue_pkts, loss);
-// queue accepts a size ("64KB"), a packet count ("100p") or "auto". Throws error.
+// queue accepts a size ("64KB"), a packet count ("100p"), both ("64KB+100p"), "auto" or
+// "auto+100p", and replaces the whole queue limit; queue_pkts sets only the packet limit, next
+// to the byte limit in force. Throws error. Call link_params::validate() once all are set.
 void apply_param(link_params& p, const std::string& key, const std::string& value);
 
 enum class host_role { frontend, compute };
@@ -40,10 +50,10 @@ enum class host_role { frontend, compute };
 struct host_info {
     std::string name;  // also its hostname (UTS) and the key for `wanemu exec`
     int cluster = 0;   // index into topology::clusters
-    int index = 0;     // index within the cluster; 0 is the front-end
+    int index = 0;     // index within the cluster; the first cluster_info::frontends are front-ends
     host_role role = host_role::compute;
     std::string pub_addr;   // empty for compute hosts of a private cluster
-    std::string priv_addr;  // only in private clusters
+    std::string priv_addr;  // only in private clusters (front-ends there have both)
     // The address a peer in `from_cluster` uses for this host (private inside its own private
     // cluster, public otherwise; may be unreachable, as in the real thing).
     std::string addr_seen_from(int from_cluster) const;
@@ -53,7 +63,11 @@ struct cluster_info {
     std::string name;
     bool is_private = false;
     std::vector<std::string> host_names;
-    double nic_bps = 0;  // per-host NIC limit with tbf; 0 = none
+    double nic_bps = 0;  // per-host NIC limit with tbf (on each interface); 0 = none
+    // The first `frontends` hosts are front-ends (1..hosts). In a private cluster they are the
+    // dual-homed hosts (public and private address); several of them let a job spread its
+    // wide-area traffic over several front-end NICs (relay trunking).
+    int frontends = 1;
 };
 
 struct link_info {
@@ -94,10 +108,12 @@ std::vector<host_info> make_hosts(const topology& t, const address_plan& plan);
 topology parse_topology(const std::string& text, const std::string& origin);
 
 // The quick form: --clusters N --hosts H [--delay ..] [--rate ..] [--loss ..] [--queue ..]
-// [--jitter ..] [--private K|names] [--mtu M] [--gso] [--nic RATE]: a full mesh.
+// [--jitter ..] [--private K|names] [--mtu M] [--gso] [--nic RATE] [--frontends F]: a full
+// mesh.
 struct quick_form {
     int clusters = 0;
     int hosts = 1;
+    int frontends = 1;  // front-ends per cluster (1..hosts)
     link_params params;
     std::string private_spec;  // count of last clusters, or comma-separated names
     int mtu = 1500;

@@ -41,4 +41,40 @@ expect_error "bad --clusters '0'" --clusters 0
 expect_error "--private 3: only 2 clusters" --clusters 2 --private 3
 expect_error "bad --mtu" --clusters 2 --mtu 100
 expect_error "needs a topology file or --clusters" --rate 1gbit
+
+# Front-ends: the first F hosts of each cluster; in a private cluster only they are dual-homed.
+out=$("$WANEMU" check --clusters 2 --hosts 3 --private 1 --frontends 2)
+grep -q "^c1h1 .*frontend .*(public), .*(private)" <<<"$out" || fail "--frontends 2: c1h1"$'\n'"$out"
+grep -q "^c1h2 .*compute .* [0-9.]* (private)$" <<<"$out" || fail "--frontends 2: c1h2"$'\n'"$out"
+grep -q "^c0h1 .*frontend " <<<"$out" || fail "--frontends 2: c0h1 (public cluster)"$'\n'"$out"
+out=$("$WANEMU" check "$(topo 'cluster a hosts=3 private frontends=3' 'cluster b')")
+[[ $(grep -c " frontend .*(public), .*(private)" <<<"$out") == 3 ]] ||
+    fail "frontends=3: all of a's hosts are dual-homed"$'\n'"$out"
+expect_error "frontends 4: must be 1..3 (--hosts)" --clusters 2 --hosts 3 --frontends 4
+expect_error "frontends 0: must be 1..3" --clusters 2 --hosts 3 --frontends 0
+expect_error "cluster a: frontends=3 must be 1..2" "$(topo 'cluster a hosts=2 private frontends=3')"
+expect_error "bad frontends '0'" "$(topo 'cluster a hosts=2 frontends=0')"
+
+# Queues: a packet count alone replaces the auto byte limit; both limits together apply both;
+# a queue smaller than one packet is refused.
+out=$("$WANEMU" check --clusters 2 --queue 20p)
+grep -q "link c0-c1: .* queue=20p loss" <<<"$out" || fail "--queue 20p: packets only"$'\n'"$out"
+out=$("$WANEMU" check --clusters 2 --queue 64KB+20p)
+grep -q "queue=64KB,20p" <<<"$out" || fail "--queue 64KB+20p: both"$'\n'"$out"
+out=$("$WANEMU" check --clusters 2 --queue 20p,64KB)
+grep -q "queue=64KB,20p" <<<"$out" || fail "--queue 20p,64KB: both"$'\n'"$out"
+out=$("$WANEMU" check --clusters 2 --queue auto+20p)
+grep -q "queue=.*(auto),20p" <<<"$out" || fail "--queue auto+20p"$'\n'"$out"
+out=$("$WANEMU" check --clusters 2 --queue-pkts 20)
+grep -q "queue=.*(auto),20p" <<<"$out" || fail "--queue-pkts keeps the byte limit"$'\n'"$out"
+out=$("$WANEMU" check "$(topo 'cluster a' 'cluster b' 'link a b queue=30p')")
+grep -q "queue=30p loss" <<<"$out" || fail "queue=30p in a file"$'\n'"$out"
+expect_error "a queue must hold at least one packet" --clusters 2 --queue 0p
+expect_error "a queue must hold at least one packet" --clusters 2 --queue 0KB
+expect_error "queue 1KB (1024 bytes) is smaller than one packet (MTU 1500 bytes)" \
+    --clusters 2 --queue 1KB
+expect_error "queue 8KB (8192 bytes) is smaller than one packet (MTU 9000 bytes)" \
+    --clusters 2 --queue 8KB --mtu 9000
+expect_error "link a>b: queue 1000B" "$(topo 'cluster a' 'cluster b' 'link a>b queue=1000')"
+expect_error "the queue needs a limit" --clusters 2 --queue 20p --queue-pkts 0
 echo PASS
