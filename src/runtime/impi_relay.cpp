@@ -2,6 +2,7 @@
 // trunk members, and the end of the job (impi_relay.hpp has the design).
 #include "runtime/impi_relay.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
@@ -17,10 +18,30 @@
 #include "base/codec.hpp"
 #include "base/log.hpp"
 #include "base/socket.hpp"
+#include "base/tunables.hpp"
 #include "runtime/event_loop.hpp"
+#include "runtime/impi_dance.hpp"
 #include "runtime/impi_relay_data.hpp"
 
 namespace wanmpi::impi {
+
+static base::Tunable<int64_t> t_splice_min(
+    "IMPI_RELAY", "SPLICE_MIN", 65536,
+    "impi-relay moves the rest of a packet payload of at least this many bytes from socket to "
+    "socket with splice(2), without copying it through the relay (0: never).");
+static base::Tunable<int64_t> t_relay_startup(
+    "IMPI_RELAY", "STARTUP_TIMEOUT", 300,
+    "Seconds impi-relay waits for its cluster's agent, its trunk relays and the end of the "
+    "IMPI start-up before it gives up.");
+
+RelayConfig relay_config_from_env() {
+    RelayConfig c;
+    c.join_timeout_ms = dance_config_from_env().join_timeout_ms;
+    c.startup_timeout_ms = t_relay_startup.get() * 1000;
+    c.splice_min = uint64_t(std::max<int64_t>(0, t_splice_min.get()));
+    c.splice = c.splice_min > 0;
+    return c;
+}
 
 using base::get_be32;
 using base::put_be32;
@@ -70,6 +91,7 @@ struct Link {
     std::string out;
     bool eof = false;
     bool paused = false;  // input is not parsed until the relay can go on
+    uint64_t serial = 0;  // tells a link from a later one at the same address (timers)
 };
 
 }  // namespace
@@ -126,6 +148,7 @@ private:
     // primary
     int lfd_ = -1;
     std::map<Link*, std::unique_ptr<Link>> unknown_;
+    uint64_t serial_ = 0;
     std::unique_ptr<Link> agent_, server_;
     std::vector<std::unique_ptr<Member>> members_;
     enum { A_AUTH, A_AUTHREPLY, A_KEY, A_CMDS } astate_ = A_AUTH;
@@ -358,11 +381,12 @@ void Relay::on_listener() {
         Link* l = up.get();
         l->fd = fd;
         l->who = base::peer_text(fd);
+        l->serial = ++serial_;
         unknown_[l] = std::move(up);
         watch(*l, [this, l] { on_unknown(l); });
-        loop_.after(cfg_.join_timeout_ms, [this, l] {
+        loop_.after(cfg_.join_timeout_ms, [this, l, serial = l->serial] {
             auto it = unknown_.find(l);
-            if (it == unknown_.end()) return;
+            if (it == unknown_.end() || l->serial != serial) return;
             WANMPI_LOG(warn, "connection from %s said nothing within the join timeout; closed",
                        l->who.c_str());
             close_link(*l);

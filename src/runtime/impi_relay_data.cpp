@@ -60,6 +60,9 @@ struct RelayData::Dir {
     bool want_read() const {
         if (eof) return false;
         if (splice_left > 0) return in_pipe < pipe_cap;
+        // A payload's tail still in the pipe: pump() reads nothing more until it drained, so
+        // waiting for input would only spin (the receiver is slow; test impi.relay.slow_receiver).
+        if (in_pipe > 0) return false;
         return e < cap;
     }
     bool want_write() const { return r > w || in_pipe > 0; }

@@ -6,7 +6,8 @@
 #   tests/impi/fuzz-libfuzzer.sh [SECONDS] [WORKDIR]      (default 60 s, WORKDIR a temp dir)
 #
 # Builds WORKDIR/impi_fuzz (byte 0 of an input picks the target: 0 collate, 1 impi-server's
-# command stream, 2 the agent's reply stream, 3 the host packet stream), seeds WORKDIR/corpus
+# command stream, 2 the agent's reply stream, 3 the host packet stream, 4 impi-relay's trunk
+# codecs, 5 its packet check and rewrite, 6 its label rewriting), seeds WORKDIR/corpus
 # with one valid input per target, and runs. Exit status 0: no crash, no sanitizer report, no
 # hang (-timeout=20 per input); otherwise libFuzzer's, with the crashing input in WORKDIR.
 set -euo pipefail
@@ -15,7 +16,7 @@ secs=${1:-60}
 work=${2:-$(mktemp -d /tmp/impi-fuzz.XXXXXX)}
 command -v clang++ >/dev/null || { echo "fuzz-libfuzzer.sh: clang++ is not installed" >&2; exit 77; }
 mkdir -p "$work/corpus"
-srcs=("$top/tests/impi/impi_fuzz.cpp" "$top"/src/runtime/impi_{wire,tables,agent,dance,startup,server}.cpp
+srcs=("$top/tests/impi/impi_fuzz.cpp" "$top"/src/runtime/impi_{wire,tables,agent,dance,startup,server,relay_map}.cpp
       "$top/src/runtime/event_loop.cpp" "$top"/src/base/*.cpp)
 # -fno-sanitize=alignment: event_loop.cpp binds a reference to epoll_event.data.u64, which
 # x86-64's packed epoll_event leaves misaligned (harmless there; reported to the runtime owner).

@@ -11,7 +11,15 @@
 //                reply stream; the agent must fail with an error (or succeed) at once, never
 //                wait for its start-up timeout;
 //   packets      a stream of 128-byte IMPI packet headers + payloads framed as a host reads it
-//                (decode_packet, with decode_cmd on the same bytes).
+//                (decode_packet, with decode_cmd on the same bytes);
+//   relay_codecs impi-relay's trunk control payloads (decode_trunk_hello, decode_trunk_ports in
+//                both modes, decode_trunk_job): whatever decodes re-encodes to the same bytes;
+//   relay_rewrite impi-relay's per-packet check and rewrite (relay_rewrite) of random headers
+//                between the hosts of a fixed job (relay_fixture.hpp): a rejected header is left
+//                as it was, an accepted one names procs of the pair's two hosts in the other
+//                view and differs only in its proc ids;
+//   relay_labels impi-relay's start-up label rewriting (relay_outward_contribution,
+//                relay_inward_reply) on random data, masks and per-client counts.
 //
 // Two drivers over the same targets:
 //   - this file's gtest cases (always built, run in ctest): a deterministic-seed mutation fuzzer
@@ -43,9 +51,11 @@
 #include "base/codec.hpp"
 #include "base/socket.hpp"
 #include "runtime/impi_agent.hpp"
+#include "runtime/impi_relay.hpp"
 #include "runtime/impi_server.hpp"
 #include "runtime/impi_tables.hpp"
 #include "synthetic_tables.hpp"
+#include "relay_fixture.hpp"
 #include "runtime/impi_wire.hpp"
 
 #ifndef WANMPI_LIBFUZZER
@@ -404,6 +414,140 @@ void fuzz_packets(const uint8_t* p, size_t n, uint64_t maxlen) {
 }
 
 // ================================================================================================
+// impi-relay. relay_codecs input: u8 which (0 TRNK, 1 TPRT request, 2 TPRT answer, 3 TJOB), then
+// the payload. relay_rewrite: u8 h, u8 j, u8 flags, then a 128-byte header (zero-padded); flag
+// bits 1/2 put a proc of the job (chosen by the header's pid bytes) into src/dest first, so the
+// checks past "unknown proc" are reached. relay_labels: u8 label, u8 private client, u8 counts
+// (2 bits per client, 4 clients at most), u32 mask, u16 agent length, then agent and reply data.
+// ================================================================================================
+
+const relay_fixture::World& relay_world() {
+    static const relay_fixture::World w = relay_fixture::make_world({{2, 1}, {1, 2}, {1}}, 1);
+    return w;
+}
+
+void fuzz_relay_codecs(const uint8_t* p, size_t n) {
+    if (n < 1) return;
+    const char* t = "relay_codecs";
+    uint8_t which = p[0] % 4;
+    ++p, --n;
+    Bytes in(p, p + n);  // an exact-size copy: ASan sees any read past the payload
+    const uint8_t* q = in.empty() ? nullptr : in.data();
+    if (which == 0) {
+        TrunkHello h;
+        if (decode_trunk_hello(q, n, &h) == "") {
+            FUZZ_CHECK(t, encode_trunk_hello(h) == in);
+            FUZZ_CHECK(t, ipv4_from_host_id(h.pub) && ipv4_from_host_id(h.priv));
+        }
+    } else if (which <= 2) {
+        TrunkPorts tp;
+        bool with = which == 2;
+        if (decode_trunk_ports(q, n, with, &tp) == "") {
+            FUZZ_CHECK(t, tp.ports.size() == (with ? size_t(tp.n_pub) + tp.n_priv : 0));
+            for (uint32_t port : tp.ports) FUZZ_CHECK(t, port >= 1 && port <= 65535);
+            FUZZ_CHECK(t, encode_trunk_ports(tp) == in);
+        }
+    } else {
+        TrunkJob tj;
+        if (decode_trunk_job(q, n, &tj) == "") {
+            FUZZ_CHECK(t, tj.trunks >= 2 && tj.trunks <= 64 && tj.index >= 1 &&
+                              tj.index < tj.trunks && tj.client < 32);
+            FUZZ_CHECK(t, 20 + tj.out.size() + tj.in.size() == n);
+            FUZZ_CHECK(t, encode_trunk_job(tj) == in);
+            Job o, i;  // what a member does next with the texts
+            if (decode_job(tj.out, &o).ok() && decode_job(tj.in, &i).ok()) {
+                RelayMap m;
+                (void)make_relay_map(int(tj.client), int(tj.trunks), int(tj.index), o, i, &m);
+            }
+        }
+    }
+}
+
+void fuzz_relay_rewrite(const uint8_t* p, size_t n) {
+    if (n < 3) return;
+    const char* t = "relay_rewrite";
+    const relay_fixture::World& w = relay_world();
+    const RelayMap& m = w.map;
+    std::vector<int> own, outside;
+    for (int h = 0; h < int(m.out.hosts.size()); ++h) (m.own(h) ? own : outside).push_back(h);
+    int h = own[p[0] % own.size()], j = outside[p[1] % outside.size()];
+    bool outward = p[2] & 1;
+    uint8_t hdr[kPacketHeader] = {};
+    std::memcpy(hdr, p + 3, std::min(n - 3, kPacketHeader));
+    const Job& from = outward ? m.in : m.out;
+    const Job& to = outward ? m.out : m.in;
+    for (int k = 0; k < 2; ++k)
+        if (p[2] & (2 << k)) {
+            size_t r = hdr[31 + 24 * k] % from.procs.size();  // the pid's last byte picks
+            std::memcpy(hdr + 8 + 24 * k, from.procs[r].id.host.data(), 16);
+            base::put_be64(hdr + 24 + 24 * k, uint64_t(from.procs[r].id.pid));
+        }
+    uint8_t before[kPacketHeader];
+    std::memcpy(before, hdr, kPacketHeader);
+    uint64_t pay = ~0ull;
+    std::string err = relay_rewrite(m, h, j, outward, hdr, &pay);
+    if (!err.empty()) {
+        FUZZ_CHECK(t, std::memcmp(before, hdr, kPacketHeader) == 0);
+        return;
+    }
+    Packet a, b;
+    FUZZ_CHECK(t, decode_packet(before, m.out.maxlen, &a) == "");
+    FUZZ_CHECK(t, decode_packet(hdr, m.out.maxlen, &b) == "");
+    FUZZ_CHECK(t, pay == (packet_has_payload(a.type) ? a.len : 0) && pay <= m.out.maxlen);
+    // Only the proc ids (bytes 8..55) may change.
+    FUZZ_CHECK(t, std::memcmp(before, hdr, 8) == 0);
+    FUZZ_CHECK(t, std::memcmp(before + 56, hdr + 56, kPacketHeader - 56) == 0);
+    if (a.type == PK_FINI) {
+        FUZZ_CHECK(t, std::memcmp(before, hdr, kPacketHeader) == 0);
+        return;
+    }
+    int sh = outward ? h : j, dh = outward ? j : h;
+    int rs = from.rank_of(a.src), rd = from.rank_of(a.dest);
+    FUZZ_CHECK(t, rs >= 0 && rd >= 0);
+    FUZZ_CHECK(t, from.procs[size_t(rs)].host == sh && from.procs[size_t(rd)].host == dh);
+    FUZZ_CHECK(t, b.src == to.procs[size_t(rs)].id && b.dest == to.procs[size_t(rd)].id);
+}
+
+void fuzz_relay_labels(const uint8_t* p, size_t n) {
+    if (n < 9) return;
+    const char* t = "relay_labels";
+    const relay_fixture::World& w = relay_world();
+    static const uint32_t kLabels[] = {C_VERSION, C_NHOSTS, C_NPROCS, C_DATALEN, C_TAGUB,
+                                       C_COLL_XSIZE, C_COLL_MAXLINEAR, H_IPV6, H_PORT, H_NPROCS,
+                                       H_ACKMARK, H_HIWATER, P_IPV6, impi::P_PID, 0, 0x7777};
+    uint32_t label = kLabels[p[0] % std::size(kLabels)];
+    int nclients = 1 + (p[1] >> 4) % 4;
+    int client = (p[1] & 15) % nclients;
+    std::vector<uint32_t> nhosts, nprocs;
+    for (int c = 0; c < nclients; ++c) {
+        uint32_t x = (p[2] >> (2 * c)) & 3;
+        nhosts.push_back(x);
+        nprocs.push_back(x + (p[1] & 1));
+    }
+    uint32_t mask = base::get_be32(p + 3);
+    size_t alen = std::min<size_t>(size_t(p[7]) << 8 | p[8], n - 9);
+    Bytes agent(p + 9, p + 9 + alen);
+    CollReply reply{mask, Bytes(p + 9 + alen, p + n)};
+    // Outward: the agent's bytes with the client's counts.
+    Bytes out;
+    base::Status s = relay_outward_contribution(w.faces, label, agent, nhosts[size_t(client)],
+                                                nprocs[size_t(client)], &out);
+    if (s.ok()) {
+        if (relay_fixture::rewritten(label)) FUZZ_CHECK(t, out.size() == agent.size());
+        else FUZZ_CHECK(t, out == agent);
+    }
+    // Inward: the reply with the agent's part.
+    CollReply in;
+    s = relay_inward_reply(w.faces, client, label, reply, agent, nhosts, nprocs, &in);
+    if (s.ok()) {
+        FUZZ_CHECK(t, in.mask == reply.mask && in.data.size() == reply.data.size());
+        if (!relay_fixture::rewritten(label)) FUZZ_CHECK(t, in.data == reply.data);
+    } else {
+        FUZZ_CHECK(t, !s.message().empty());
+    }
+}
+
+// ================================================================================================
 // The mutation engine of the gtest driver.
 // ================================================================================================
 
@@ -473,13 +617,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
     const uint8_t* p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 4) {
+    switch (data[0] % 7) {
     case 0: fuzz_collate(p, n); break;
     case 1:  // the next byte: 1 or 2 clients (with 2, a real client 1 is already waiting)
         if (n >= 1) fuzz_server(p + 1, n - 1, 1 + (p[0] & 1));
         break;
     case 2: fuzz_agent(p, n, tables(0, {2, 1})); break;
-    default: fuzz_packets(p, n, 1 + (n ? p[0] : 0) * 4096u); break;
+    case 3: fuzz_packets(p, n, 1 + (n ? p[0] : 0) * 4096u); break;
+    case 4: fuzz_relay_codecs(p, n); break;
+    case 5: fuzz_relay_rewrite(p, n); break;
+    default: fuzz_relay_labels(p, n); break;
     }
     return 0;
 }
@@ -594,6 +741,150 @@ TEST_F(ImpiFuzz, PacketStream) {
         Bytes in = (i % 5 == 0) ? b : mutate(b, starts, rng);
         fuzz_packets(in.data(), in.size(), maxlen);
     }
+}
+
+// ---- impi-relay ------------------------------------------------------------------------------
+
+TEST_F(ImpiFuzz, RelayTrunkCodecs) {
+    std::mt19937_64 rng(20261205);
+    const relay_fixture::World& w = relay_world();
+    TrunkHello hello{host_id_from_ipv4("192.0.2.7"), host_id_from_ipv4("10.0.0.7")};
+    std::vector<Bytes> seeds = {
+        encode_trunk_hello(hello),
+        encode_trunk_ports(TrunkPorts{3, 2, {}}),
+        encode_trunk_ports(TrunkPorts{3, 2, {1000, 1001, 1002, 2000, 2001}}),
+        encode_trunk_job(TrunkJob{3, 1, 1, encode_job(w.out), encode_job(w.in)}),
+        encode_trunk_job(TrunkJob{2, 1, 0, "", ""}),
+    };
+    const uint8_t which[] = {0, 1, 2, 3, 3};
+    int good = 0;
+    for (int i = 0; i < 40000; ++i) {
+        size_t k = size_t(i) % seeds.size();
+        // Field boundaries for the structured mutations (every 4 bytes of the fixed part).
+        std::vector<size_t> starts = {0, 4, 8, 12, 16, 20};
+        Bytes in;
+        if (i % 10 == 0) {
+            in = seeds[k];
+        } else if (i % 10 == 1) {
+            in.resize(rng() % 64);
+            for (auto& x : in) x = uint8_t(rng());
+        } else {
+            in = mutate(seeds[k], starts, rng);
+        }
+        in.insert(in.begin(), uint8_t(i % 10 == 1 ? rng() % 4 : which[k]));
+        if (i % 10 == 0) {
+            // The honest payloads decode.
+            const uint8_t* q = in.data() + 1;
+            size_t n = in.size() - 1;
+            TrunkHello h;
+            TrunkPorts tp;
+            TrunkJob tj;
+            std::string err = which[k] == 0   ? decode_trunk_hello(q, n, &h)
+                              : which[k] == 3 ? decode_trunk_job(q, n, &tj)
+                                              : decode_trunk_ports(q, n, which[k] == 2, &tp);
+            EXPECT_EQ(err, "") << "seed " << k;
+            good += err.empty();
+        }
+        fuzz_relay_codecs(in.data(), in.size());
+    }
+    EXPECT_EQ(good, 4000);
+}
+
+TEST_F(ImpiFuzz, RelayRewrite) {
+    std::mt19937_64 rng(20261206);
+    const relay_fixture::World& w = relay_world();
+    const RelayMap& m = w.map;
+    int rewritten = 0;
+    for (int i = 0; i < 200000; ++i) {
+        // A valid header between a random own and outside proc, in either direction.
+        bool outward = rng() % 2;
+        const Job& from = outward ? m.in : m.out;
+        int a = int(rng() % from.procs.size()), b = int(rng() % from.procs.size());
+        Packet p;
+        p.type = uint32_t(rng() % 8);
+        p.len = packet_has_payload(p.type) ? uint32_t(rng() % (m.out.maxlen + 2)) : uint32_t(rng());
+        p.msglen = p.len + ((rng() % 4) ? 0 : rng() % 100000) - ((rng() % 8) ? 0 : 1);
+        p.src = from.procs[size_t(a)].id;
+        p.dest = from.procs[size_t(b)].id;
+        p.srqid = rng();
+        p.tag = int32_t(rng());
+        Bytes in(3 + kPacketHeader);
+        int sh = from.procs[size_t(a)].host, dh = from.procs[size_t(b)].host;
+        // Mostly the hosts the procs are on (so that many headers pass), sometimes any.
+        int h = outward ? sh : dh, j = outward ? dh : sh;
+        if (rng() % 4 == 0 || !m.own(h) || m.own(j)) {
+            h = int(rng() % 5);
+            j = int(rng() % 5);
+        }
+        std::vector<int> own = {2, 3}, outside = {0, 1, 4};
+        auto pos = [](const std::vector<int>& v, int x) {
+            for (size_t k = 0; k < v.size(); ++k)
+                if (v[k] == x) return int(k);
+            return x;
+        };
+        in[0] = uint8_t(pos(own, h));
+        in[1] = uint8_t(pos(outside, j));
+        in[2] = uint8_t(outward);
+        encode_packet(p, in.data() + 3);
+        std::vector<size_t> starts = {3, 7, 11, 27, 35, 51, 59};
+        if (i % 3 == 1) in = mutate(in, starts, rng);
+        if (i % 50 == 2) {
+            in.resize(3 + rng() % 140);
+            for (auto& x : in) x = uint8_t(rng());
+        }
+        if (in.size() < 3) continue;
+        // Count what passes (a check that the driver reaches the rewrite at all).
+        if (in.size() >= 3 + kPacketHeader) {
+            Bytes hdr(in.begin() + 3, in.begin() + 3 + kPacketHeader);
+            uint64_t pay;
+            static const std::vector<int> kOwn = {2, 3}, kOut = {0, 1, 4};
+            if (relay_rewrite(m, kOwn[in[0] % 2], kOut[in[1] % 3], in[2] & 1, hdr.data(), &pay) == "")
+                ++rewritten;
+        }
+        fuzz_relay_rewrite(in.data(), in.size());
+    }
+    EXPECT_GT(rewritten, 20000);
+}
+
+TEST_F(ImpiFuzz, RelayLabels) {
+    std::mt19937_64 rng(20261207);
+    const relay_fixture::World& w = relay_world();
+    int inward_ok = 0;
+    for (int i = 0; i < 50000; ++i) {
+        // Seed: a real label of the fixture (client 1 of 3, counts 2/2/1 hosts) with its
+        // honest agent contribution and server reply.
+        uint32_t label = kLabelOrder[rng() % kLabelOrder.size()];
+        size_t li = 0;
+        while (li < kLabelOrder.size() && kLabelOrder[li] != label) ++li;
+        const Bytes& agent = w.agent.at(label);
+        const CollReply& r = w.server.at(label);
+        Bytes in = {uint8_t(li), uint8_t(0x20 | 1), uint8_t(2 | 2 << 2 | 1 << 4)};
+        put32(in, r.mask);
+        in.push_back(uint8_t(agent.size() >> 8));
+        in.push_back(uint8_t(agent.size()));
+        in.insert(in.end(), agent.begin(), agent.end());
+        in.insert(in.end(), r.data.begin(), r.data.end());
+        // The fixture's procs per client are 3/3/1, not hosts + 1: only the host labels and the
+        // C/H labels that pass untouched are honest as they are.
+        if (i % 4 != 0) {
+            std::vector<size_t> starts = {0, 1, 2, 3, 7, 9, 9 + agent.size()};
+            in = mutate(in, starts, rng);
+        }
+        if (i % 20 == 1) {
+            in.resize(rng() % 100);
+            for (auto& x : in) x = uint8_t(rng());
+        }
+        if (in.size() >= 9 && i % 4 == 0 && label != P_IPV6 && label != impi::P_PID) {
+            CollReply out;
+            size_t alen = std::min<size_t>(size_t(in[7]) << 8 | in[8], in.size() - 9);
+            CollReply rr{base::get_be32(in.data() + 3), Bytes(in.begin() + 9 + long(alen), in.end())};
+            std::vector<uint32_t> nh = {2, 2, 1}, np = {3, 3, 2};
+            inward_ok += relay_inward_reply(w.faces, 1, label, rr, Bytes(in.begin() + 9, in.begin() + 9 + long(alen)),
+                                            nh, np, &out).ok();
+        }
+        fuzz_relay_labels(in.data(), in.size());
+    }
+    EXPECT_GT(inward_ok, 5000);
 }
 
 #endif

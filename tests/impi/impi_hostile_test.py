@@ -35,83 +35,13 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testproc import PROCS, SOCKS, Proc, cleanup  # noqa: E402
+
 MPIRUN = os.environ["MPIRUN"]
 SERVER = os.environ["IMPI_SERVER"]
 PROBE = os.environ["IMPI_PROBE"]
 AUTH, IMPI, COLL, DONE, FINI = (0x41555448, 0x494D5049, 0x434F4C4C, 0x444F4E45, 0x46494E49)
-PROCS = []
-SOCKS = []
-
-
-class Proc:
-    """A child whose stdout/stderr are collected by threads (so it can never block on a pipe)."""
-
-    def __init__(self, argv, env=None):
-        e = dict(os.environ)
-        e.setdefault("WANMPI_LOG_LEVEL", "1")
-        e.update(env or {})
-        self.p = subprocess.Popen(argv, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
-        PROCS.append(self)
-        self.out, self.err = [], []
-        self.cv = threading.Condition()
-        self.t = [threading.Thread(target=self._pump, args=(s, b), daemon=True)
-                  for s, b in ((self.p.stdout, self.out), (self.p.stderr, self.err))]
-        for t in self.t:
-            t.start()
-
-    def _pump(self, stream, buf):
-        for line in stream:
-            with self.cv:
-                buf.append(line)
-                self.cv.notify_all()
-
-    def wait_for(self, what, regex, timeout=30):
-        """Waits until a line of `what` ("out"/"err") matches regex; returns the match."""
-        buf = self.out if what == "out" else self.err
-        end = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                for l in buf:
-                    m = re.search(regex, l)
-                    if m:
-                        return m
-                left = end - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and not any(t.is_alive()
-                                                                        for t in self.t)):
-                    raise AssertionError(f"no line matching {regex!r} from {self.p.args}:\n"
-                                         + "".join(buf))
-                self.cv.wait(min(left, 0.5))
-
-    def finish(self, timeout=60):
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-            raise AssertionError(f"{self.p.args} did not finish:\n{self.text()}")
-        for t in self.t:
-            t.join(10)
-        return rc
-
-    def text(self):
-        return "".join(self.out) + "".join(self.err)
-
-
-def cleanup():
-    for s in SOCKS:
-        try:
-            s.close()
-        except OSError:
-            pass
-    for pr in PROCS:
-        if pr.p.poll() is None:
-            pr.p.terminate()
-            try:
-                pr.p.wait(5)
-            except subprocess.TimeoutExpired:
-                pr.p.kill()
-                pr.p.wait()
 
 
 def sock(port, timeout=5):
@@ -139,7 +69,7 @@ def start_server(n, env=None):
 def mpirun(client, addr, np, env=None):
     e = {"IMPI_NETWORK": "lo", **(env or {})}
     return Proc([MPIRUN, "--timeout", "60", "-client", str(client), addr, "-n", str(np), PROBE],
-                env=e)
+                env=e, log_level=1)
 
 
 def free_port_range(n):
@@ -362,7 +292,7 @@ def packet_job(hostile):
     `hostile(peer)` after the dance); returns (mpirun rc, its output, impi-server)."""
     srv, addr, port = start_server(2)
     c0 = Proc([MPIRUN, "--timeout", "60", "-client", "0", addr, "-n", "1", hostile_rank()],
-              env={"IMPI_NETWORK": "lo"})
+              env={"IMPI_NETWORK": "lo"}, log_level=1)
     peer = PlainPeer(port)
     hostile(peer)
     rc = c0.finish(90)
