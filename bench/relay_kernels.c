@@ -1,0 +1,337 @@
+/* relay_kernels: NAS-like communication kernels and a point-to-point pair across clusters, to
+ * measure what impi-relay (private-address clusters) costs next to a direct link.
+ *
+ * Standard MPI only: the same source is built with wanmpi's mpicc and with Open MPI's
+ * (bench/compare-relay.sh).
+ *
+ *   relay_kernels [-t LIST] [-a RANK] [-p PEER] [-l ITERS] [-M MIB] [-r REPS] [-B BYTES] [-R REPS]
+ *                 [-K BYTES] [-s SEED]
+ *     -t LIST   comma-separated subset of lat,bw,ft,is (default all)
+ *     -a RANK   one end of lat and bw (default 0: world rank 0)
+ *     -p PEER   the other end of lat and bw (default: the first rank of the last cluster;
+ *               clusters are told apart by processor names "c<I>h<J>" as wanemu gives them,
+ *               else size/2)
+ *     -l ITERS  1-byte ping-pong round trips (default 1000, after 100 unmeasured)
+ *     -M MIB    one-way transfer size in MiB (default 64)
+ *     -r REPS   one-way transfers (default 3; the median is reported, the first as well)
+ *     -B BYTES  FT: MPI_Alltoall bytes per pair (default 262144; K/M suffixes)
+ *     -R REPS   FT and IS: iterations per measurement (default 4)
+ *     -K BYTES  IS: average key bytes each rank sends to each rank (default 262144)
+ *     -s SEED   IS: seed of the bucket sizes (default 1)
+ *
+ * Kernels (no computation between the communication calls):
+ *   ft  R x MPI_Alltoall(B bytes per pair), as NAS FT's transpose;
+ *   is  R x { count keys per bucket; MPI_Allreduce(bucket counts); MPI_Alltoall(send counts);
+ *       MPI_Alltoallv(keys) }, as NAS IS's rank step. Each rank sends rank d a random share of
+ *       its keys (weights 0.25..1.75 x the mean, drawn from SEED and the two ranks, so the
+ *       counts are uneven but the same in every run and under every MPI).
+ * One unmeasured iteration opens the connections first. Every rank starts the measured loop at
+ * the same instant of CLOCK_MONOTONIC (rank 0 broadcasts a start time ahead; the ranks of a
+ * wanemu job share one machine's clock) and the time is that to the last rank's return.
+ *
+ * Output (rank 0), one line per measurement:
+ *   relay_kernels: lat bytes=1 iters=N half_rtt_us=MEDIAN min_us=MIN peer=P
+ *   relay_kernels: bw bytes=B reps=R time_s=MEDIAN MBps=B/MEDIAN first_MBps=... peer=P
+ *   relay_kernels: ft ranks=N bytes_per_pair=B reps=R bytes=ALL wan_bytes=W time_s=T MBps=ALL/T
+ *                  wan_MBps=W/T
+ *   relay_kernels: is ranks=N key_bytes=K reps=R bytes=ALL wan_bytes=W time_s=T MBps=.. wan_MBps=..
+ * bytes: everything sent to other ranks; wan_bytes: the part between different clusters (0 when
+ * clusters cannot be told apart). MB = 10^6 bytes.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int rank, size;
+static int *cluster_of; /* per world rank, -1 if unknown */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void wait_until(double t)
+{
+    if (t - now_s() > 0.0005) {
+        double s = t - 0.0003;
+        struct timespec ts;
+        ts.tv_sec = (time_t)s;
+        ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+        }
+    }
+    while (now_s() < t) {
+    }
+}
+
+/* A start instant every rank can reach: rank 0's clock + a margin, broadcast. */
+static double common_start(MPI_Comm comm)
+{
+    double t = now_s() + 0.05;
+    MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
+    return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static long parse_size(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end == 'K' || *end == 'k') v <<= 10;
+    else if (*end == 'M' || *end == 'm') v <<= 20;
+    return v;
+}
+
+static int wanted(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p = c ? c + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Cluster of every rank from its processor name (wanemu: c<I>h<J>). */
+static void find_clusters(void)
+{
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+    int len = 0, me = -1, c, h;
+    MPI_Get_processor_name(name, &len);
+    if (sscanf(name, "c%dh%d", &c, &h) == 2) me = c;
+    cluster_of = malloc(sizeof(int) * (size_t)size);
+    MPI_Allgather(&me, 1, MPI_INT, cluster_of, 1, MPI_INT, MPI_COMM_WORLD);
+}
+
+static int default_peer(void)
+{
+    int last = -1, peer = -1;
+    for (int r = 0; r < size; ++r)
+        if (cluster_of[r] < 0) return size / 2;
+        else if (cluster_of[r] > last) last = cluster_of[r];
+    for (int r = 0; r < size && peer < 0; ++r)
+        if (cluster_of[r] == last) peer = r;
+    return peer > 0 ? peer : size / 2;
+}
+
+static int wan(int a, int b)
+{
+    return cluster_of[a] >= 0 && cluster_of[b] >= 0 && cluster_of[a] != cluster_of[b];
+}
+
+/* Deterministic weight in [0.25, 1.75) for the pair (from, to). */
+static double pair_weight(unsigned seed, int from, int to)
+{
+    uint64_t x = (uint64_t)seed * 0x9E3779B97F4A7C15ull ^ ((uint64_t)from << 32 | (unsigned)to);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return 0.25 + 1.5 * (double)(x >> 11) / (double)(1ull << 53);
+}
+
+int main(int argc, char **argv)
+{
+    const char *list = "lat,bw,ft,is";
+    int peer = -1, me = 0, iters = 1000, reps = 3, kreps = 4;
+    long mib = 64, ft_bytes = 262144, is_bytes = 262144;
+    unsigned seed = 1;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) break;
+        if (!strcmp(a, "-t")) list = v;
+        else if (!strcmp(a, "-p")) peer = atoi(v);
+        else if (!strcmp(a, "-a")) me = atoi(v);
+        else if (!strcmp(a, "-l")) iters = atoi(v);
+        else if (!strcmp(a, "-M")) mib = atol(v);
+        else if (!strcmp(a, "-r")) reps = atoi(v);
+        else if (!strcmp(a, "-B")) ft_bytes = parse_size(v);
+        else if (!strcmp(a, "-R")) kreps = atoi(v);
+        else if (!strcmp(a, "-K")) is_bytes = parse_size(v);
+        else if (!strcmp(a, "-s")) seed = (unsigned)atoi(v);
+        else continue;
+        ++i;
+    }
+    if (size < 2) {
+        if (rank == 0) fprintf(stderr, "relay_kernels: needs at least 2 ranks\n");
+        MPI_Finalize();
+        return 1;
+    }
+    find_clusters();
+    if (me < 0 || me >= size) me = 0;
+    if (peer < 0 || peer >= size || peer == me) peer = default_peer();
+
+    if (wanted(list, "lat")) {
+        char b = 0;
+        int warm = 100;
+        double *v = malloc(sizeof(double) * (size_t)iters);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < warm + iters; ++i) {
+            if (rank == me) {
+                double t0 = now_s();
+                MPI_Send(&b, 1, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(&b, 1, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                if (i >= warm) v[i - warm] = (now_s() - t0) / 2;
+            } else if (rank == peer) {
+                MPI_Recv(&b, 1, MPI_CHAR, me, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&b, 1, MPI_CHAR, me, 1, MPI_COMM_WORLD);
+            }
+        }
+        if (rank == me) {
+            double m = median(v, iters);
+            printf("relay_kernels: lat bytes=1 iters=%d half_rtt_us=%.2f min_us=%.2f a=%d peer=%d\n",
+                   iters, m * 1e6, v[0] * 1e6, me, peer);
+            fflush(stdout);
+        }
+        free(v);
+    }
+
+    if (wanted(list, "bw")) {
+        size_t n = (size_t)mib << 20;
+        char *buf = (rank == me || rank == peer) ? malloc(n) : NULL;
+        double *v = malloc(sizeof(double) * (size_t)reps);
+        if (buf) memset(buf, rank & 0xff, n);
+        for (int i = 0; i < reps; ++i) {
+            double t = common_start(MPI_COMM_WORLD), end = 0;
+            if (rank == me) {
+                wait_until(t);
+                MPI_Send(buf, (int)n, MPI_CHAR, peer, 2, MPI_COMM_WORLD);
+                MPI_Recv(&end, 1, MPI_DOUBLE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                v[i] = end - t;
+            } else if (rank == peer) {
+                wait_until(t);
+                MPI_Recv(buf, (int)n, MPI_CHAR, me, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                end = now_s();
+                MPI_Send(&end, 1, MPI_DOUBLE, me, 3, MPI_COMM_WORLD);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        if (rank == me) {
+            double first = v[0], m = median(v, reps);
+            printf("relay_kernels: bw bytes=%zu reps=%d time_s=%.4f MBps=%.1f first_MBps=%.1f "
+                   "a=%d peer=%d\n", n, reps, m, n / m / 1e6, n / first / 1e6, me, peer);
+            fflush(stdout);
+        }
+        free(v);
+        free(buf);
+    }
+
+    if (wanted(list, "ft")) {
+        size_t per = (size_t)ft_bytes;
+        char *sb = malloc(per * (size_t)size), *rb = malloc(per * (size_t)size);
+        double all = 0, wanb = 0, t, end, maxend;
+        memset(sb, rank & 0xff, per * (size_t)size);
+        for (int s = 0; s < size; ++s)
+            for (int d = 0; d < size; ++d)
+                if (s != d) {
+                    all += (double)per;
+                    if (wan(s, d)) wanb += (double)per;
+                }
+        MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
+        t = common_start(MPI_COMM_WORLD);
+        wait_until(t);
+        for (int i = 0; i < kreps; ++i)
+            MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
+        end = now_s();
+        MPI_Reduce(&end, &maxend, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double dt = maxend - t;
+            printf("relay_kernels: ft ranks=%d bytes_per_pair=%zu reps=%d bytes=%.0f "
+                   "wan_bytes=%.0f time_s=%.4f MBps=%.2f wan_MBps=%.2f\n", size, per, kreps,
+                   all * kreps, wanb * kreps, dt, all * kreps / dt / 1e6, wanb * kreps / dt / 1e6);
+            fflush(stdout);
+        }
+        free(sb);
+        free(rb);
+    }
+
+    if (wanted(list, "is")) {
+        /* Keys this rank sends to rank d: mean is_bytes/4 keys, times pair_weight. */
+        int *scount = malloc(sizeof(int) * (size_t)size), *rcount = malloc(sizeof(int) * (size_t)size);
+        int *sdisp = malloc(sizeof(int) * (size_t)size), *rdisp = malloc(sizeof(int) * (size_t)size);
+        int *bucket = malloc(sizeof(int) * (size_t)size), *btotal = malloc(sizeof(int) * (size_t)size);
+        long nkeys = 0, mean = is_bytes / 4;
+        double all = 0, wanb = 0, t = 0, end, maxend;
+        for (int d = 0; d < size; ++d) {
+            scount[d] = (int)(mean * pair_weight(seed, rank, d));
+            sdisp[d] = (int)nkeys;
+            nkeys += scount[d];
+        }
+        for (int s = 0; s < size; ++s)
+            for (int d = 0; d < size; ++d)
+                if (s != d) {
+                    double b = 4.0 * (int)(mean * pair_weight(seed, s, d));
+                    all += b;
+                    if (wan(s, d)) wanb += b;
+                }
+        int *keys = malloc(sizeof(int) * (size_t)(nkeys + 1));
+        /* Keys of bucket d are d*2^20 + something: counting them is IS's local step. */
+        srand(seed * 7919u + (unsigned)rank);
+        for (int d = 0; d < size; ++d)
+            for (int k = 0; k < scount[d]; ++k) keys[sdisp[d] + k] = (d << 20) | (rand() & 0xfffff);
+        int *rkeys = NULL;
+        for (int it = -1; it < kreps; ++it) {
+            if (it == 0) {
+                t = common_start(MPI_COMM_WORLD);
+                wait_until(t);
+            }
+            memset(bucket, 0, sizeof(int) * (size_t)size);
+            for (long k = 0; k < nkeys; ++k) bucket[keys[k] >> 20]++;
+            MPI_Allreduce(bucket, btotal, size, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Alltoall(bucket, 1, MPI_INT, rcount, 1, MPI_INT, MPI_COMM_WORLD);
+            long rn = 0;
+            for (int s = 0; s < size; ++s) {
+                rdisp[s] = (int)rn;
+                rn += rcount[s];
+            }
+            if (!rkeys) rkeys = malloc(sizeof(int) * (size_t)(rn + 1));
+            MPI_Alltoallv(keys, bucket, sdisp, MPI_INT, rkeys, rcount, rdisp, MPI_INT,
+                          MPI_COMM_WORLD);
+        }
+        end = now_s();
+        MPI_Reduce(&end, &maxend, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double dt = maxend - t;
+            printf("relay_kernels: is ranks=%d key_bytes=%ld reps=%d bytes=%.0f wan_bytes=%.0f "
+                   "time_s=%.4f MBps=%.2f wan_MBps=%.2f\n", size, is_bytes, kreps, all * kreps,
+                   wanb * kreps, dt, all * kreps / dt / 1e6, wanb * kreps / dt / 1e6);
+            fflush(stdout);
+        }
+        free(keys);
+        free(rkeys);
+        free(scount);
+        free(rcount);
+        free(sdisp);
+        free(rdisp);
+        free(bucket);
+        free(btotal);
+    }
+    free(cluster_of);
+    MPI_Finalize();
+    return 0;
+}
