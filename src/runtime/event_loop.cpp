@@ -66,7 +66,7 @@ void EventLoop::cancel(uint64_t timer_id) {
     }
 }
 
-void EventLoop::run_once(int64_t max_wait_ms) {
+int EventLoop::run_once(int64_t max_wait_ms) {
     int64_t wait = max_wait_ms;
     if (!timers_.empty()) {
         int64_t until = timers_.begin()->first - now_ms();
@@ -98,6 +98,7 @@ void EventLoop::run_once(int64_t max_wait_ms) {
             }
         }
     }
+    return n;
 }
 
 }  // namespace wanmpi::runtime

@@ -36,9 +36,9 @@ public:
     uint64_t after(int64_t delay_ms, TimerFn fn);
     void cancel(uint64_t timer_id);
 
-    // Wait for events (at most max_wait_ms, -1: until an event or timer) and run their handlers,
-    // then due timers.
-    void run_once(int64_t max_wait_ms = -1);
+    // Wait for events (at most max_wait_ms, -1: until an event or timer; 0: poll) and run their
+    // handlers, then due timers. Returns how many fd events were handled.
+    int run_once(int64_t max_wait_ms = -1);
 
     static int64_t now_ms();
 

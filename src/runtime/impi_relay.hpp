@@ -143,7 +143,11 @@ struct RelayConfig {
     int64_t startup_timeout_ms = 300000;
     bool splice = true;        // payloads of >= splice_min bytes by splice(2)
     uint64_t splice_min = 65536;
+    int64_t spin_us = 0;       // after traffic, poll this long before sleeping in epoll
 };
+// The defaults from the tunables: WANMPI_IMPI_RELAY_SPLICE_MIN, _SPIN_US, _STARTUP_TIMEOUT,
+// WANMPI_IMPI_JOIN_TIMEOUT.
+RelayConfig relay_config_from_env();
 // Prints the first line (RADDR:RPORT), serves the job, returns the exit status (0: the job
 // ended normally).
 int run_relay(const RelayConfig& cfg);

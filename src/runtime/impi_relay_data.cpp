@@ -240,6 +240,7 @@ void RelayData::on_connected(Pair* pr) {
 }
 
 std::string RelayData::pump(Pair* pr, Dir& d) {
+    bool drained = false;
     for (int round = 0; round < 64; ++round) {
         bool moved = false;
         if (d.splice_left > 0 || d.in_pipe > 0) {
@@ -320,17 +321,22 @@ std::string RelayData::pump(Pair* pr, Dir& d) {
                 continue;
             }
         }
-        if (!d.eof && d.e < d.cap) {
+        if (!d.eof && d.e < d.cap && !drained) {
             if (d.w > 0 && d.cap - d.e < 4 * kPacketHeader) {
                 std::memmove(d.buf.get(), d.buf.get() + d.w, d.e - d.w);
                 d.r -= d.w;
                 d.e -= d.w;
                 d.w = 0;
             }
-            ssize_t n = ::recv(d.from, d.buf.get() + d.e, d.cap - d.e, MSG_DONTWAIT);
+            size_t room = d.cap - d.e;
+            ssize_t n = ::recv(d.from, d.buf.get() + d.e, room, MSG_DONTWAIT);
             if (n > 0) {
                 d.e += size_t(n);
                 moved = true;
+                // A short read drained the socket: parse and write what came, then wait for
+                // epoll rather than spend a recv() on EAGAIN (level-triggered: more input is
+                // reported again).
+                if (size_t(n) < room) drained = true;
             } else if (n == 0) {
                 if (d.pay > 0 || d.e > d.r) return "closed in the middle of a packet";
                 d.eof = true;
@@ -347,9 +353,10 @@ std::string RelayData::pump(Pair* pr, Dir& d) {
     return "";
 }
 
-void RelayData::on_pair(Pair* pr) {
+void RelayData::on_pair(Pair* pr, int dirs) {
     if (!pr->connected) return;
     for (Dir* d : {&pr->a, &pr->b}) {
+        if (!(dirs & (d == &pr->a ? 1 : 2))) continue;
         std::string err = pump(pr, *d);
         if (!err.empty())
             return end_pair(pr, (d == &pr->a ? "from host " + std::to_string(pr->h)
@@ -381,7 +388,12 @@ void RelayData::update(Pair* pr) {
                                             std::to_string(fd == pr->fd_in ? pr->h : pr->j) +
                                             ": " + base::errno_text(err));
             }
-            on_pair(pr);
+            // Input on fd_in and room on fd_out concern h -> j; the others j -> h.
+            int dirs = 0;
+            if (e & (EPOLLERR | EPOLLHUP)) dirs = 3;
+            if (e & EPOLLIN) dirs |= fd == pr->fd_in ? 1 : 2;
+            if (e & EPOLLOUT) dirs |= fd == pr->fd_in ? 2 : 1;
+            on_pair(pr, dirs ? dirs : 3);
         });
         cur = ev;
     };

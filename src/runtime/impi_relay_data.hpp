@@ -43,7 +43,8 @@ private:
     void on_accept(int lfd, int host);
     void on_pending(Pending* p);
     void on_connected(Pair* p);
-    void on_pair(Pair* p);
+    // Pumps the directions an event concerns (mask: 1 = h -> j, 2 = j -> h), then re-arms.
+    void on_pair(Pair* p, int dirs = 3);
     void update(Pair* p);
     void drop_pending(Pending* p, const std::string& why);
     void end_pair(Pair* p, const std::string& why);  // why empty: a clean end

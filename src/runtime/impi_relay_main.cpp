@@ -10,19 +10,9 @@
 #include <string>
 
 #include "base/log.hpp"
-#include "base/tunables.hpp"
 #include "runtime/impi_relay.hpp"
 
 using namespace wanmpi;
-
-static base::Tunable<int64_t> t_splice_min(
-    "IMPI_RELAY", "SPLICE_MIN", 65536,
-    "impi-relay moves the rest of a packet payload of at least this many bytes from socket to "
-    "socket with splice(2), without copying it through the relay (0: never).");
-static base::Tunable<int64_t> t_relay_startup(
-    "IMPI_RELAY", "STARTUP_TIMEOUT", 300,
-    "Seconds impi-relay waits for its cluster's agent, its trunk relays and the end of the "
-    "start-up before it gives up.");
 
 static int usage(const char* msg) {
     if (msg) std::fprintf(stderr, "impi-relay: %s\n", msg);
@@ -47,7 +37,7 @@ static int usage(const char* msg) {
 
 int main(int argc, char** argv) {
     base::log_set_identity("impi-relay");
-    impi::RelayConfig cfg;
+    impi::RelayConfig cfg = impi::relay_config_from_env();
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -90,10 +80,6 @@ int main(int argc, char** argv) {
         return usage("give either SERVER_ADDR:PORT (the primary relay) or -join RELAY_ADDR:PORT");
     if (!cfg.join.empty() && cfg.trunks != 1) return usage("-trunks is given to the primary relay only");
     if (verbose && !std::getenv("WANMPI_LOG_LEVEL")) setenv("WANMPI_LOG_LEVEL", "2", 1);
-    if (const char* j = std::getenv("WANMPI_IMPI_JOIN_TIMEOUT")) cfg.join_timeout_ms = std::atoll(j) * 1000;
-    cfg.startup_timeout_ms = t_relay_startup.get() * 1000;
-    cfg.splice_min = uint64_t(std::max<int64_t>(0, t_splice_min.get()));
-    cfg.splice = cfg.splice_min > 0;
     std::signal(SIGPIPE, SIG_IGN);
     return impi::run_relay(cfg);
 }
