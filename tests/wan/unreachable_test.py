@@ -29,31 +29,14 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from wan_test import netns_procs, run_netns  # noqa: E402
+
 LIMIT = 10.0  # seconds from the start of a job to the exit of its last process
 
 
 def log(msg):
     print(f"unreachable_test: {msg}", flush=True)
-
-
-def run_netns(run):
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    return [l.split()[0] for l in r.stdout.splitlines() if l.startswith(f"wn.{run}.")]
-
-
-def netns_procs(run):
-    left = []
-    for ns in run_netns(run):
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
-                              text=True).stdout.split()
-        for pid in pids:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            except OSError:
-                continue
-            left.append((ns, int(pid), cmd[:120]))
-    return left
 
 
 def kill_group(p):

@@ -49,9 +49,9 @@ def cmd_up(wanemu, run, topo):
     return 0
 
 
-def cmd_down(wanemu, run):
-    need_root()
-    bad = []
+def netns_procs(run):
+    """(namespace, pid, command line) of every process still in the run's namespaces."""
+    left = []
     for ns in run_netns(run):
         pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
                               text=True).stdout.split()
@@ -61,7 +61,13 @@ def cmd_down(wanemu, run):
                     cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
             except OSError:
                 cmd = "?"
-            bad.append(f"{ns}: pid {pid} {cmd[:100]}")
+            left.append((ns, int(pid), cmd[:120]))
+    return left
+
+
+def cmd_down(wanemu, run):
+    need_root()
+    bad = [f"{ns}: pid {pid} {cmd[:100]}" for ns, pid, cmd in netns_procs(run)]
     r = subprocess.run([wanemu, "down", "--name", run], timeout=120)
     left = run_netns(run)
     ok = True
