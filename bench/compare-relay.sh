@@ -3,50 +3,63 @@
 # relay, one relay's throughput (with and without splice), trunking over several front-ends,
 # and Open MPI on the same sites as the reference (and what it does across a private cluster).
 #
-#   sudo bench/compare-relay.sh [--build DIR] [--runs N] [--quick] [--no-openmpi] [--keep]
-#                               [--plot PNG]
+#   sudo bench/compare-relay.sh [--build DIR] [--runs N] [--lat-runs N] [--quick] [--no-openmpi]
+#                               [--keep] [--plot PNG]
 #
 #   --build DIR    wanmpi build tree (default <repo>/build): bin/wanemu, mpirun, impi-server,
 #                  impi-relay, bench/bench_relay_kernels (ninja bench_relay_kernels)
 #   --runs N       repeat every wanmpi/Open MPI measurement N times (new job each time) and
 #                  report the median (default 3; 1 with --quick)
+#   --lat-runs N   latency jobs per path (default 5; 1 with --quick)
 #   --quick        small sizes: checks the set-up, the numbers mean little
 #   --no-openmpi   skip Open MPI (needs mpicc.openmpi / mpirun.openmpi)
 #   --plot PNG     where the trunking run's monitor plot goes (default: none; the docs use
 #                  docs/img/relay-trunks.png)
 #   --keep         keep the temporary directory (binaries, raw outputs, monitor CSV, relay logs)
 #
-# Program: bench/relay_kernels.c for both MPIs. Latency and bandwidth run between host 1 (a
-# compute host) of each of two clusters, so traffic to a private cluster really passes its
-# relay: 2 ranks per cluster, world ranks 1 and 3 measure, 0 and 2 wait (wanmpi's waiting ranks
-# block; Open MPI runs its 2 ranks only, with mpi_yield_when_idle 1: spinning ranks on 2 cores
-# cost it a 4 ms scheduler tick per message otherwise).
+# Program: bench/relay_kernels.c for both MPIs.
 #
 # A  (latency, one relay's throughput) wanemu: 4 clusters x 2 hosts (h0 front-end, h1 compute),
 #    c0 and c1 public, c2 and c3 private, full mesh, 1 Gbit/s, MTU 9000, queue 512 KB.
 #    direct = c0-c1, P-G (one relay) = c0-c3, P-P (two relays) = c2-c3.
-#    a. 1-byte half round trip (median of 2000) with 0 ms delay; also P-G with
-#       WANMPI_IMPI_RELAY_SPLICE_MIN=0 and the plain-TCP floor: wan_tcp_pingpong c1h1 -> c0h1
-#       directly, and through a minimal user-space TCP forwarder (two blocking threads) on c3h0
-#       from c3h1 -> c0h1: what any user-space hop costs on this machine.
+#    a. 1-byte half round trip (median of 2000; jobs repeated --lat-runs times, default 5) with
+#       0 ms delay, --compute-only and 1 rank per cluster: the ranks on c0h1 and c1h1/c3h1, the
+#       relay alone on its front-end c3h0. direct, and P-G with the relay's polling off and on
+#       (WANMPI_IMPI_RELAY_SPIN_US=0 and 200, passed by wanmpi-sites to the relay; the default
+#       on a host with < 4 CPUs is 0). Plain-TCP floor: wan_tcp_pingpong c1h1 -> c0h1 directly
+#       and through a minimal user-space TCP forwarder (two blocking threads) on c3h0 from
+#       c3h1 -> c0h1: what any user-space hop costs on this machine.
 #    b. after `wanemu set all delay=1ms`: 64 MiB one way (median of 3 in a job), direct vs P-G,
-#       with and without splice.
-#    e. Open MPI direct (c0h1-c1h1) for a and b; then Open MPI c0h1-c3h1 (private compute host)
-#       with mpirun on c0h0 and on c3h0 (the front-end), each bounded by a 60 s timeout.
-# C  (trunking) wanemu: 3 clusters x 4 hosts, c0 and c1 public, c2 private with 4 front-ends;
-#    every host NIC 100 Mbit/s (tbf), links 400 Mbit/s, 1 ms, MTU 9000; monitor on (10 ms).
-#    FT-like (Alltoall 256 KiB/pair) and IS-like (Alltoallv, uneven) kernels, 4+4 ranks (one
-#    per host): c0-c2 through T = 1, 2, 4 trunk relays, and c0-c1 with no relay. Per run, the
-#    bytes through each front-end's public NIC (which relay carried what). One extra FT run at
-#    T = 4 with WANMPI_LOG_LEVEL=3 logs the relays' pairs (saved with --keep). Then T = 1, 2, 4
-#    again with the clusters in the other order (c2 = client 0, pT*): the relay of a host pair is
-#    chosen by the accepting host, the lower-numbered one (see the report).
+#       with and without splice, and P-P: 2 ranks per cluster, world ranks 1 and 3 (host 1 of
+#       each cluster) measure, 0 and 2 wait (wanmpi's waiting ranks block).
+#    e. Open MPI direct (c0h1-c1h1) for a and b (with mpi_yield_when_idle 1: spinning ranks on 2
+#       cores cost it a 4 ms scheduler tick per message otherwise); then Open MPI c0h1-c3h1
+#       (private compute host) with mpirun on c0h0 and on c3h0 (the front-end), each bounded by
+#       a 60 s timeout.
+# C  (trunking, GridMPI's set-up: relays on dedicated front-ends, compute hosts behind them)
+#    wanemu: 3 clusters x 12 hosts, the first 4 of each front-ends; c1 private (its 4 front-ends
+#    are dual-homed and run the relays), c0 and c2 public; every host NIC 100 Mbit/s (tbf, each
+#    interface, both directions), links 1 Gbit/s, 1 ms, MTU 9000, monitor off. --compute-only,
+#    8 + 8 ranks, one per compute host (h4..h11): no rank shares a NIC with a relay.
+#    FT-like (Alltoall 128 KiB/pair) and IS-like (Alltoallv, uneven, ~128 KiB/pair) kernels,
+#    4 iterations each: c0-c1 through T = 1, 2, 4 trunk relays and c0-c2 with no relay (both
+#    public, same layout); then the same with the clusters in the other order (the private
+#    cluster, or c2, as client 0: pT*, pnorelay), and as a diagnosis the c0-c1 order once more
+#    with rto_min 10 ms on every host's routes (rT*). The cross-cluster capacity is T x 100 Mbit/s
+#    per direction through the relays' NICs, against 8 x 100 x 8/15 = 427 Mbit/s for the
+#    ranks' own NICs (each sends 15 blocks, 8 of them to the other cluster). Per run: the bytes
+#    through each c1 front-end's public NIC, and TCP retransmissions and retransmission
+#    timeouts (RTOs) summed over every host of the run. One extra FT run at T = 4 with
+#    WANMPI_LOG_LEVEL=3 logs the relays' pairs and forwarded bytes (saved with --keep). Then
+#    a separate 2-cluster run of the same layout with the monitor on (10 ms bins) carries one
+#    T = 4 job (FT then IS): --plot draws its c0-c1 link.
 # Timing thresholds live here only. Prints the load average: the machine is shared.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 RUNS=
+LRUNS=
 QUICK=0
 OMPI=1
 KEEP=0
@@ -55,15 +68,17 @@ while [ $# -gt 0 ]; do
     case $1 in
         --build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
+        --lat-runs) LRUNS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --no-openmpi) OMPI=0; shift ;;
         --plot) PLOT=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare-relay.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 [ -n "$RUNS" ] || { [ $QUICK = 1 ] && RUNS=1 || RUNS=3; }
+[ -n "$LRUNS" ] || { [ $QUICK = 1 ] && LRUNS=1 || LRUNS=5; }
 say() { printf '%s\n' "$*" >&2; }
 die() { say "compare-relay.sh: $*"; exit 1; }
 
@@ -82,9 +97,11 @@ fi
 TMP=$(mktemp -d /tmp/wanmpi-relay.XXXXXX)
 RA=rla$$
 RC=rlc$$
+RP=rlp$$
 cleanup() {
     "$W" down --name "$RA" >/dev/null 2>&1
     "$W" down --name "$RC" >/dev/null 2>&1
+    "$W" down --name "$RP" >/dev/null 2>&1
     if [ $KEEP = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
@@ -142,9 +159,9 @@ if [ $OMPI = 1 ]; then
 fi
 
 if [ $QUICK = 1 ]; then
-    LATN=300; BWM=16; BWR=1; FT="-B 64K -R 2"; IS="-K 64K -R 2"
+    LATN=300; BWM=16; BWR=1; FT="-B 32K -R 2"; IS="-K 32K -R 2"
 else
-    LATN=2000; BWM=64; BWR=3; FT="-B 256K -R 4"; IS="-K 256K -R 4"
+    LATN=2000; BWM=64; BWR=3; FT="-B 128K -R 4"; IS="-K 128K -R 4"
 fi
 OMPI_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
 OMPI_ARGS=(--oversubscribe --mca plm_rsh_agent "$W exec" --mca pml ob1 --mca btl tcp,self,vader
@@ -183,8 +200,8 @@ T0=$(date +%s)
 say "A: sites up ($RA): 4 clusters x 2 hosts, c2 c3 private, 1 Gbit/s, 0 ms, MTU 9000"
 c0h1=$(addr "$RA" c0h1 public)
 c3h0p=$(addr "$RA" c3h0 private)
-for r in $(seq 1 "$RUNS"); do
-    say "A: latency, run $r of $RUNS"
+for r in $(seq 1 "$LRUNS"); do
+    say "A: latency, run $r of $LRUNS"
     # TCP floors: direct c1h1 -> c0h1, and c3h1 -> tcp_fwd on c3h0 -> c0h1
     WANEMU_RUN=$RA "$W" exec c0h1 -- timeout 60 "$TMP/wan_tcp_pingpong" server -p 5599 >/dev/null 2>&1 &
     WANEMU_RUN=$RA "$W" exec c1h1 -- "$TMP/wan_tcp_pingpong" client "$c0h1:5599" -n $LATN >"$TMP/tcp.direct.$r" 2>&1
@@ -194,10 +211,12 @@ for r in $(seq 1 "$RUNS"); do
     sleep 0.3
     WANEMU_RUN=$RA "$W" exec c3h1 -- "$TMP/wan_tcp_pingpong" client "$c3h0p:5600" -n $LATN >"$TMP/tcp.fwd.$r" 2>&1
     wait
-    wk "$RA" "$TMP/lat.direct" c0,c1 2 -- -t lat -a 1 -p 3 -l $LATN
-    wk "$RA" "$TMP/lat.pg" c0,c3 2 -- -t lat -a 1 -p 3 -l $LATN
-    wk "$RA" "$TMP/lat.pp" c2,c3 2 -- -t lat -a 1 -p 3 -l $LATN
-    WANMPI_IMPI_RELAY_SPLICE_MIN=0 wk "$RA" "$TMP/lat.pg0" c0,c3 2 -- -t lat -a 1 -p 3 -l $LATN
+    # one rank per cluster on its compute host (h1); the relay alone on the front-end c3h0
+    wk "$RA" "$TMP/lat.direct" c0,c1 1 --compute-only -- -t lat -a 0 -p 1 -l $LATN
+    WANMPI_IMPI_RELAY_SPIN_US=0 wk "$RA" "$TMP/lat.pg" c0,c3 1 --compute-only -- -t lat -a 0 -p 1 -l $LATN
+    WANMPI_IMPI_RELAY_SPIN_US=200 wk "$RA" "$TMP/lat.pgspin" c0,c3 1 --compute-only -- -t lat -a 0 -p 1 -l $LATN
+done
+for r in $(seq 1 "$RUNS"); do
     [ $OMPI = 1 ] && ok "$RA" "$TMP/lat.ompi" c0h0 c0h1:1,c1h1:1 -t lat -a 0 -p 1 -l $LATN
 done
 "$W" set --name "$RA" all delay=1ms >/dev/null || die "wanemu set delay=1ms failed"
@@ -223,79 +242,111 @@ fi
 "$W" down --name "$RA" >/dev/null 2>&1
 
 # ==== C: trunking =================================================================================
-CSV=$TMP/trunks.csv
-"$W" up --name "$RC" --clusters 3 --hosts 4 --private c2 --frontends 4 --nic 100mbit \
-    --rate 400mbit --delay 1ms --mtu 9000 --csv "$CSV" --interval 10ms --watch-pid $$ --quiet ||
-    die "wanemu up (C) failed"
-say "C: sites up ($RC): 3 clusters x 4 hosts, c2 private with 4 front-ends, NIC 100 Mbit/s, link 400 Mbit/s, 1 ms"
-up_at=$(date +%s.%N)
-# pubbytes: "tx rx" bytes of each c2 front-end's public interface
+CUP=(--clusters 3 --hosts 12 --private c1 --frontends 4 --nic 100mbit --rate 1gbit --delay 1ms --mtu 9000)
+"$W" up --name "$RC" "${CUP[@]}" --interval off --watch-pid $$ --quiet || die "wanemu up (C) failed"
+say "C: sites up ($RC): 3 clusters x 12 hosts (4 front-ends + 8 compute), c1 private, NIC 100 Mbit/s, link 1 Gbit/s, 1 ms"
+# pubbytes: "tx rx" bytes of each c1 front-end's public interface
 pubbytes() {
     local k a
     for k in 0 1 2 3; do
-        a=$(addr "$RC" c2h$k public)
-        WANEMU_RUN=$RC "$W" exec c2h$k -- sh -c "i=\$(ip -o -4 addr | awk '\$4 ~ /^$a\\// { print \$2 }'); cat /sys/class/net/\$i/statistics/tx_bytes /sys/class/net/\$i/statistics/rx_bytes" | tr '\n' ' '
+        a=$(addr "$RC" c1h$k public)
+        WANEMU_RUN=$RC "$W" exec c1h$k -- sh -c "i=\$(ip -o -4 addr | awk '\$4 ~ /^$a\\// { print \$2 }'); cat /sys/class/net/\$i/statistics/tx_bytes /sys/class/net/\$i/statistics/rx_bytes" | tr '\n' ' '
     done
-    echo
+}
+# tcpstat: "RTOs retransmitted-segments" summed over every host of the run
+tcpstat() {
+    local h
+    for h in $("$W" hosts --name "$RC" --kv | sed -n 's/^host=\([^ ]*\) .*/\1/p'); do
+        WANEMU_RUN=$RC "$W" exec "$h" -- nstat -asz TcpExtTCPTimeouts TcpRetransSegs 2>/dev/null
+    done | awk '$1 == "TcpExtTCPTimeouts" { t += $2 } $1 == "TcpRetransSegs" { r += $2 } END { print t + 0, r + 0 }'
 }
 marks=$TMP/marks
 : >"$marks"
 trunk_job() {  # LABEL CLUSTERS [sites options]
     local label=$1 cl=$2; shift 2
-    local b a s e
-    b=$(pubbytes); s=$(date +%s.%N)
-    wk "$RC" "$TMP/trunk.$label" "$cl" 4 "$@" -- -t ft,is $FT $IS
-    e=$(date +%s.%N); a=$(pubbytes)
-    echo "$label $(awk -v s="$s" -v u="$up_at" 'BEGIN { printf "%.1f", s - u }') $(awk -v e="$e" -v u="$up_at" 'BEGIN { printf "%.1f", e - u }') | $b | $a" >>"$marks"
+    local b a tb ta
+    b=$(pubbytes); tb=$(tcpstat)
+    wk "$RC" "$TMP/trunk.$label" "$cl" 8 --compute-only "$@" -- -t ft,is $FT $IS
+    a=$(pubbytes); ta=$(tcpstat)
+    echo "$label | $b | $a | $tb | $ta" >>"$marks"
 }
 for r in $(seq 1 "$RUNS"); do
     say "C: trunking, run $r of $RUNS"
-    trunk_job T1 c0,c2 --trunks 1
-    trunk_job T2 c0,c2 --trunks 2
-    trunk_job T4 c0,c2 --trunks 4
-    trunk_job norelay c0,c1
-    # the private cluster as client 0: its hosts accept, so each pair takes its own host's relay
-    trunk_job pT1 c2,c0 --trunks 1
-    trunk_job pT2 c2,c0 --trunks 2
-    trunk_job pT4 c2,c0 --trunks 4
+    trunk_job T1 c0,c1 --trunks 1
+    trunk_job T2 c0,c1 --trunks 2
+    trunk_job T4 c0,c1 --trunks 4
+    trunk_job norelay c0,c2
+    # the other client order: the private cluster's (c2's) hosts accept, so the relay of a pair
+    # is chosen by the private host's index instead of the public one's
+    trunk_job pT1 c1,c0 --trunks 1
+    trunk_job pT2 c1,c0 --trunks 2
+    trunk_job pT4 c1,c0 --trunks 4
+    trunk_job pnorelay c2,c0
+done
+# diagnosis: the same c0-c1 runs with every route of every host at rto_min 10 ms (Linux default
+# 200 ms): how much of the gap to the bounds is TCP retransmission timeouts at the 100 Mbit/s
+# NICs' drop-tail queues (tbf, 20 ms = 250 KB = 27 jumbo frames, shared by up to 64 flows)
+for h in $("$W" hosts --name "$RC" --kv | sed -n 's/^host=\([^ ]*\) .*/\1/p'); do
+    WANEMU_RUN=$RC "$W" exec "$h" -- sh -c 'ip route show | while read -r r; do ip route change $r rto_min 10ms; done' ||
+        say "rto_min on $h failed"
+done
+for r in $(seq 1 "$RUNS"); do
+    say "C: trunking with rto_min 10 ms, run $r of $RUNS"
+    trunk_job rT1 c0,c1 --trunks 1
+    trunk_job rT2 c0,c1 --trunks 2
+    trunk_job rT4 c0,c1 --trunks 4
+    trunk_job rnorelay c0,c2
 done
 say "C: T=4 with the relays' pair log (WANMPI_LOG_LEVEL=3)"
-WANMPI_LOG_LEVEL=3 timeout 120 "$SITES" --bin "$BUILD/bin" --run "$RC" --clusters c0,c2 -n 4 \
+WANMPI_LOG_LEVEL=3 timeout 120 "$SITES" --bin "$BUILD/bin" --run "$RC" --clusters c0,c1 -n 8 --compute-only \
     --trunks 4 --timeout 100 --tag-output -- "$KERN" -t ft -B 64K -R 1 >"$TMP/pairs.log" 2>&1 ||
     say "pair-log run failed (see $TMP/pairs.log)"
-"$W" stats --name "$RC" >/dev/null 2>&1   # flush the monitor
-cp "$CSV" "$TMP/trunks.keep.csv" 2>/dev/null
 "$W" down --name "$RC" >/dev/null 2>&1
+
+say "C: one T=4 job with the monitor on (2 clusters, same layout)"
+CSV=$TMP/trunks.csv
+"$W" up --name "$RP" --clusters 2 --hosts 12 --private c1 --frontends 4 --nic 100mbit --rate 1gbit \
+    --delay 1ms --mtu 9000 --csv "$CSV" --interval 10ms --watch-pid $$ --quiet || die "wanemu up (plot) failed"
+sleep 0.5
+wk "$RP" "$TMP/trunk.plot" c0,c1 8 --compute-only --trunks 4 -- -t ft,is $FT $IS
+sleep 0.5
+"$W" stats --name "$RP" >/dev/null 2>&1   # flush the monitor
+cp "$CSV" "$TMP/trunks.keep.csv" 2>/dev/null
+"$W" down --name "$RP" >/dev/null 2>&1
 if [ -n "$PLOT" ]; then
-    "$W" plot "$TMP/trunks.keep.csv" -o "$PLOT" --bin 100ms \
-        --title "impi-relay trunking, x$RUNS: T=1,2,4 (c0-c2), no relay (c0-c1), T=1,2,4 with c2 as client 0; NIC 100 Mbit/s" \
+    "$W" plot "$TMP/trunks.keep.csv" -o "$PLOT" --bin 50ms \
+        --title "impi-relay, 4 trunks: 8+8 ranks on compute hosts, FT-like then IS-like; NIC 100 Mbit/s, link 1 Gbit/s" \
         >/dev/null 2>&1 && say "plot: $PLOT" || say "plot failed"
 fi
 say "load after: $(uptime) ($(( $(date +%s) - T0 )) s)"
 
 # ==== report ======================================================================================
 f() { [ -z "$1" ] || [ "$1" = n/a ] && echo n/a || printf "%.${2:-1}f" "$1"; }
-tcp_d=$(for r in $(seq 1 "$RUNS"); do awk '$1 == "tcp_lat_us" { print $2 }' "$TMP/tcp.direct.$r"; done | median)
-tcp_f=$(for r in $(seq 1 "$RUNS"); do awk '$1 == "tcp_lat_us" { print $2 }' "$TMP/tcp.fwd.$r"; done | median)
+tcp_d=$(for r in $(seq 1 "$LRUNS"); do awk '$1 == "tcp_lat_us" { print $2 }' "$TMP/tcp.direct.$r"; done | median)
+tcp_f=$(for r in $(seq 1 "$LRUNS"); do awk '$1 == "tcp_lat_us" { print $2 }' "$TMP/tcp.fwd.$r"; done | median)
 ld=$(med lat half_rtt_us "$TMP/lat.direct"); lg=$(med lat half_rtt_us "$TMP/lat.pg")
-lp=$(med lat half_rtt_us "$TMP/lat.pp"); lg0=$(med lat half_rtt_us "$TMP/lat.pg0")
+lsp=$(med lat half_rtt_us "$TMP/lat.pgspin")
 lo=n/a; [ $OMPI = 1 ] && lo=$(med lat half_rtt_us "$TMP/lat.ompi")
 echo
-echo "== impi-relay: private-address clusters ($RUNS run(s), medians; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
+echo "== impi-relay: private-address clusters ($RUNS run(s), latency $LRUNS, medians; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
 echo
-echo "a. 1-byte half round trip, 1 Gbit/s link, 0 ms (host 1 of each cluster)"
-printf '  %-44s %10s us\n' "plain TCP, direct (c1h1 -> c0h1)" "$(f "$tcp_d" 1)" \
+echo "a. 1-byte half round trip, 1 Gbit/s link, 0 ms; one rank per cluster on its compute host (h1),"
+echo "   the relay alone on the front-end (--compute-only); median of $LRUNS jobs' medians"
+printf '  %-48s %10s us\n' "plain TCP, direct (c1h1 -> c0h1)" "$(f "$tcp_d" 1)" \
     "plain TCP through a 2-thread forwarder on c3h0" "$(f "$tcp_f" 1)" \
-    "wanmpi direct (public-public)" "$(f "$ld")" "wanmpi one relay (P-G)" "$(f "$lg")" \
-    "wanmpi one relay, SPLICE_MIN=0" "$(f "$lg0")" "wanmpi two relays (P-P)" "$(f "$lp")" \
-    "Open MPI direct (public-public)" "$(f "$lo")"
-awk -v d="$ld" -v g="$lg" -v p="$lp" -v g0="$lg0" -v td="$tcp_d" -v tf="$tcp_f" -v o="$lo" 'BEGIN {
+    "wanmpi direct (public-public)" "$(f "$ld")" \
+    "wanmpi one relay (P-G), SPIN_US=0" "$(f "$lg")" \
+    "wanmpi one relay (P-G), SPIN_US=200" "$(f "$lsp")" \
+    "Open MPI direct (c0h1-c1h1, 2 ranks)" "$(f "$lo")"
+echo "  single jobs (us): direct $(get lat half_rtt_us "$TMP/lat.direct" | tr '\n' ' ')"
+echo "                    P-G spin 0 $(get lat half_rtt_us "$TMP/lat.pg" | tr '\n' ' ')"
+echo "                    P-G spin 200 $(get lat half_rtt_us "$TMP/lat.pgspin" | tr '\n' ' ')"
+awk -v d="$ld" -v g="$lg" -v s="$lsp" -v td="$tcp_d" -v tf="$tcp_f" -v o="$lo" 'BEGIN {
     if (d == "n/a" || g == "n/a") { print "  (no ratio: a measurement is missing)"; exit }
-    printf "  added by one relay  (P-G - direct) = %+.1f us; target <= 10 us: %s\n", g - d, (g - d <= 10) ? "met" : "NOT met"
-    if (p != "n/a") printf "  added by two relays (P-P - direct) = %+.1f us = %+.1f us per relay; target <= 10 us: %s\n", p - d, (p - d) / 2, ((p - d) / 2 <= 10) ? "met" : "NOT met"
-    if (g0 != "n/a") printf "  splice off: P-G %+.1f us against splice on\n", g0 - g
+    printf "  added by one relay, spin 0   (P-G - direct) = %+.1f us; target <= 10 us: %s\n", g - d, (g - d <= 10) ? "met" : "NOT met"
+    if (s != "n/a") printf "  added by one relay, spin 200 (P-G - direct) = %+.1f us; target <= 10 us: %s\n", s - d, (s - d <= 10) ? "met" : "NOT met"
     if (td != "n/a" && tf != "n/a") printf "  any user-space forwarder (plain TCP): %+.1f us\n", tf - td
-    if (o != "n/a") printf "  wanmpi direct / Open MPI direct = %.2f; wanmpi P-G / Open MPI direct = %.2f\n", d / o, g / o }'
+    if (o != "n/a") printf "  wanmpi direct / Open MPI direct = %.2f\n", d / o }'
 echo
 bd=$(med bw MBps "$TMP/bw.direct"); bg=$(med bw MBps "$TMP/bw.pg"); bg0=$(med bw MBps "$TMP/bw.pg0")
 bp=$(med bw MBps "$TMP/bw.pp"); bo=n/a; [ $OMPI = 1 ] && bo=$(med bw MBps "$TMP/bw.ompi")
@@ -310,33 +361,46 @@ awk -v d="$bd" -v g="$bg" -v g0="$bg0" -v p="$bp" -v o="$bo" 'BEGIN {
     if (p != "n/a") printf "  P-P / direct = %.3f\n", p / d
     if (o != "n/a") printf "  wanmpi direct / Open MPI direct = %.3f; P-G / Open MPI direct = %.3f\n", d / o, g / o }'
 echo
-echo "c. trunking: 4+4 ranks, one per host; NIC 100 Mbit/s per host (12.5 MB/s), link 400 Mbit/s"
-echo "   time in s (median), wan_MBps = bytes between the clusters / time, ratio = T=1's time / this time;"
-echo "   FT ideal = the ratio the busiest NIC allows (bytes through it per Alltoall of B per pair:"
-echo "   T1 16B, T2 11B, T4 9B, no relay 7B; private cluster first (pT*): T2 8B, T4 7B)"
-echo "   T*: c0 = client 0 (c0's hosts accept: pair (c2 hj, c0 hk) goes through the relay on c2 hk)"
-echo "   pT*: c2 = client 0 (c2's hosts accept: pair (c2 hj, c0 hk) goes through the relay on c2 hj)"
-printf '  %-10s %10s %10s %8s %8s %10s %10s %8s\n' "" "FT s" "FT wanMB/s" "FT /T1" "ideal" "IS s" "IS wanMB/s" "IS /T1"
-ft1=$(med ft time_s "$TMP/trunk.T1"); is1=$(med is time_s "$TMP/trunk.T1")
-for l in T1 T2 T4 norelay pT1 pT2 pT4; do
-    case $l in T1|pT1) id=1.00 ;; T2) id=1.45 ;; T4) id=1.78 ;; pT2) id=2.00 ;; *) id=2.29 ;; esac
+echo "c. trunking: 8+8 ranks on compute hosts; NIC 100 Mbit/s per host (12.5 MB/s each way), link 1 Gbit/s"
+echo "   time in s (median), wanMB = MB/s between the clusters (both directions) = wan bytes / time,"
+echo "   /T1 = T=1's time / this time (of the same client order); bound = the ratio the busiest NIC allows"
+echo "   (Alltoall of B per pair, per direction: relays 64B/T, a rank's own NIC 15B; FT's pairwise"
+echo "   algorithm (rank XOR k) has 7 steps inside the clusters, when the relays idle, and 8 steps"
+echo "   where all 8 pairs cross, in units of B / NIC rate T1 7 + 8x8 = 71, T2 7 + 8x4 = 39, T4 23,"
+echo "   no relay 15 -> 1.82, 3.09, 4.73; IS's linear"
+echo "   Alltoallv: 2.00, 3.60 (busiest relay), 3.72 (busiest rank NIC, uneven buckets))"
+echo "   T*: c0 = client 0 (c0's hosts accept: relay of a pair = c0 host index mod T)"
+echo "   pT*: c1 (c2) = client 0 (c1's hosts accept: relay of a pair = c1 host index mod T)"
+echo "   rT*: as T*, every host's routes with rto_min 10 ms (diagnosis: retransmission timeouts)"
+printf '  %-9s %7s %7s %6s %5s %7s %7s %6s %5s %6s %8s\n' "" "FT s" "FTwanMB" "FT/T1" "bound" "IS s" "ISwanMB" "IS/T1" "bound" "RTOs" "retrans"
+for l in T1 T2 T4 norelay pT1 pT2 pT4 pnorelay rT1 rT2 rT4 rnorelay; do
+    case $l in *T1) fb=1.00; ib=1.00 ;; *T2) fb=1.82; ib=2.00 ;; *T4) fb=3.09; ib=3.60 ;; *) fb=4.73; ib=3.72 ;; esac
+    case $l in p*) b1=pT1 ;; r*) b1=rT1 ;; *) b1=T1 ;; esac
+    ft1=$(med ft time_s "$TMP/trunk.$b1"); is1=$(med is time_s "$TMP/trunk.$b1")
     ft=$(med ft time_s "$TMP/trunk.$l"); fw=$(med ft wan_MBps "$TMP/trunk.$l")
     is=$(med is time_s "$TMP/trunk.$l"); iw=$(med is wan_MBps "$TMP/trunk.$l")
-    awk -v l="$l" -v ft="$ft" -v fw="$fw" -v is="$is" -v iw="$iw" -v ft1="$ft1" -v is1="$is1" -v id="$id" 'BEGIN {
+    rt=$(awk -v l="$l" -F'|' '{ split($1, x, " "); if (x[1] != l) next; split($4, b, " "); split($5, a, " ");
+        t += a[1] - b[1]; r += a[2] - b[2]; n++ } END { if (n) printf "%.0f %.0f", t / n, r / n; else print "n/a n/a" }' "$marks")
+    awk -v l="$l" -v ft="$ft" -v fw="$fw" -v is="$is" -v iw="$iw" -v ft1="$ft1" -v is1="$is1" -v fb="$fb" -v ib="$ib" -v rt="$rt" 'BEGIN {
         fr = (ft == "n/a" || ft1 == "n/a") ? "n/a" : sprintf("%.2f", ft1 / ft)
         ir = (is == "n/a" || is1 == "n/a") ? "n/a" : sprintf("%.2f", is1 / is)
-        printf "  %-10s %10s %10s %8s %8s %10s %10s %8s\n", l, ft, fw, fr, id, is, iw, ir }'
+        split(rt, r, " ")
+        printf "  %-9s %7s %7s %6s %5s %7s %7s %6s %5s %6s %8s\n", l, ft, fw, fr, fb, is, iw, ir, ib, r[1], r[2] }'
 done
-echo "  target: T=2 >= 1.6, T=4 >= 3.2 x T=1 (0.8 T, up to the link's 4 x NIC)"
+echo "  target: T=2 >= 1.6, T=4 >= 3.2 x T=1 (0.8 T); RTOs, retrans: TCP retransmission timeouts and"
+echo "  retransmitted segments per job (FT + IS + start-up), all hosts of the run"
 echo
-echo "   bytes through each c2 front-end's public NIC (tx+rx, MB) per run: c2h0 c2h1 c2h2 c2h3"
-awk '{ split($0, p, "|"); split(p[2], b, " "); split(p[3], a, " ");
-       printf "  %-10s", $1; for (k = 0; k < 4; k++) printf " %8.1f", (a[2*k+1] - b[2*k+1] + a[2*k+2] - b[2*k+2]) / 1e6; printf "   (t=%s..%s s)\n", $2, $3 }' "$marks"
+echo "   bytes through each c1 front-end's public NIC (tx+rx, MB, mean per job): c1h0 c1h1 c1h2 c1h3"
+awk -F'|' '{ split($1, l, " "); split($2, b, " "); split($3, a, " "); if (!(l[1] in n)) o[++m] = l[1]; n[l[1]]++
+       for (k = 0; k < 4; k++) v[l[1], k] += (a[2*k+1] - b[2*k+1] + a[2*k+2] - b[2*k+2]) / 1e6 }
+     END { for (i = 1; i <= m; i++) { printf "  %-10s", o[i]; for (k = 0; k < 4; k++) printf " %8.1f", v[o[i], k] / n[o[i]]; printf "\n" } }' "$marks"
 if [ -s "$TMP/pairs.log" ]; then
-    echo "   relay pair log (T=4): host pairs (IMPI host numbers; c0 = 0-3, c2 = 4-7) per relay"
-    sed -n 's/.*relay \(c2h[0-9]\)\].*pair host \([0-9]*\) (client 1) <-> host \([0-9]*\) (client 0): connecting.*/\1 \2-\3/p' \
+    echo "   relay pair log (T=4, c0 = client 0): host pairs (IMPI host numbers; c0 = 0-7, c1 = 8-15) per relay"
+    sed -n 's/.*relay \(c1h[0-9]\)\].*pair host \([0-9]*\) (client 1) <-> host \([0-9]*\) (client 0): connecting.*/\1 \2-\3/p' \
         "$TMP/pairs.log" | sort | awk '{ p[$1] = p[$1] " " $2; n[$1]++ } END { for (r in p) printf "    %s: %d pairs:%s\n", r, n[r], p[r] }' | sort
+    sed -n 's/.*relay \(c1h[0-9]\)\].*\(forwarded .*\)/    \1: \2/p' "$TMP/pairs.log" | sort
 fi
+echo "   monitored T=4 job (for the plot): $(grep -h '^relay_kernels: \(ft\|is\)' "$TMP/trunk.plot" 2>/dev/null | awk '{ for (i = 3; i <= NF; i++) if ($i ~ /^time_s=/) printf "%s %s  ", $2, $i }')"
 if [ $OMPI = 1 ]; then
     echo
     echo "e. Open MPI across the private cluster (c0h1 + c3h1, no relay possible)"
