@@ -30,6 +30,7 @@
 #include "base/log.hpp"
 #include "core/engine_impl.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::core {
 
@@ -140,6 +141,7 @@ public:
         ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
         my_proc_ = job.procs[size_t(me)].id;
         peers_.reset(new Peer[size_t(job.size())]);
+        const wanlink::TcpTuning tuning = wanlink::tcp_tuning_from_env();
         epfd_ = epoll_create1(EPOLL_CLOEXEC);
         for (int r : peers) {
             Peer& p = peers_[size_t(r)];
@@ -153,6 +155,7 @@ public:
             }
             base::set_nonblock(p.fd, true);
             base::set_nodelay(p.fd);
+            wanlink::tune_socket(p.fd, tuning);
             epoll_event ev{};
             ev.events = EPOLLIN;
             ev.data.u32 = uint32_t(r);

@@ -25,6 +25,7 @@
 
 #include "base/codec.hpp"
 #include "base/log.hpp"
+#include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::impi {
 
@@ -80,7 +81,7 @@ struct RelayData::Pair {
 };
 
 RelayData::RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg)
-    : loop_(loop), map_(map), cfg_(cfg) {}
+    : loop_(loop), map_(map), cfg_(cfg), tuning_(wanlink::tcp_tuning_from_env()) {}
 
 RelayData::~RelayData() { close_all(); }
 
@@ -235,6 +236,9 @@ void RelayData::on_connected(Pair* pr) {
     pr->b.to = pr->fd_in;
     base::set_nodelay(pr->fd_in);
     base::set_nodelay(pr->fd_out);
+    // Both legs: the inside one crosses the front-end's NIC queue too.
+    wanlink::tune_socket(pr->fd_in, tuning_);
+    wanlink::tune_socket(pr->fd_out, tuning_);
     // The dance rank sits in a buffer as "checked, not written"; pump them out with the rest.
     on_pair(pr);
 }

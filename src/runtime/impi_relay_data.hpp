@@ -14,6 +14,7 @@
 #include "base/socket.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/impi_relay.hpp"
+#include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::impi {
 
@@ -53,6 +54,7 @@ private:
     runtime::EventLoop& loop_;
     const RelayMap& map_;
     RelayConfig cfg_;
+    wanlink::TcpTuning tuning_;
     std::map<int, int> listeners_;  // fd -> represented host
     std::map<Pending*, std::unique_ptr<Pending>> pending_;
     std::map<Pair*, std::unique_ptr<Pair>> pairs_;
