@@ -203,6 +203,7 @@ Status Agent::recv_all(uint8_t* p, size_t n, int64_t deadline, const char* what)
 
 Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* job) {
     cfg_ = cfg;
+    server_name_ = "IMPI server " + cfg.server;
     fd_.reset();
     finished_ = false;
     lost_ = Status::OK();
@@ -350,6 +351,14 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
         fd_.reset();  // the server then ends the job for every client
         return s;
     }
+    // Behind impi-relay, the "server" this agent talks to is the relay: the other clusters'
+    // procs then carry the relay's address (impi_tables.hpp relay_of()). Say so when it is lost.
+    if (auto hp = base::parse_host_port(cfg.server))
+        for (const auto& p : job->procs)
+            if (p.client != cfg.client && relay_of(p.id) == hp->host) {
+                server_name_ = "impi-relay " + cfg.server + " (this cluster's way to impi-server)";
+                break;
+            }
     WANMPI_LOG(info, "IMPI client %d: start-up done: %d clients, %zu hosts, %d procs",
                cfg.client, nclients, job->hosts.size(), job->size());
     return Status::OK();
@@ -375,13 +384,13 @@ Status Agent::poll_server() {
     }
     if (notice_.empty() && !eof) return Status::OK();
     const auto* b = reinterpret_cast<const uint8_t*>(notice_.data());
-    std::string m = "IMPI server " + cfg_.server + " closed the connection before our FINI";
+    std::string m = server_name_ + " closed the connection before our FINI";
     if (notice_.size() >= kCmdHeader) {
         CmdHeader h = decode_cmd(b);
         if (h.cmd != CMD_LOST || h.len < 4 || h.len > 65536) {
             fd_.reset();
             lost_ = Status(Errc::proto_error,
-                           "IMPI server " + cfg_.server + " sent unexpected data after DONE");
+                           server_name_ + " sent unexpected data after DONE");
             return lost_;
         }
         if (notice_.size() < kCmdHeader + size_t(h.len) && !eof) return Status::OK();

@@ -86,6 +86,7 @@ private:
     bool finished_ = false;
     base::Status lost_;
     std::string notice_;  // bytes of a LOST notice received so far
+    std::string server_name_ = "IMPI server";  // for messages; "impi-relay ADDR" behind one
 };
 
 }  // namespace wanmpi::impi
