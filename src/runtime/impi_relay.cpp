@@ -133,6 +133,7 @@ private:
     base::Status start_data(int trunks, int index, int client, Job out, Job in);
     int serve();  // the loop, until exit_ is set
     void check_allocated();
+    void watch_children();  // re-arming timer over cfg_.poll_children
 
     // ---- primary
     int run_primary();
@@ -369,6 +370,8 @@ int Relay::run_primary() {
                cfg_.trunks);
     base::set_nonblock(lfd_, true);
     loop_.add(lfd_, EPOLLIN, [this](uint32_t) { on_listener(); });
+    if (cfg_.on_listening) cfg_.on_listening(priv_ + ":" + std::to_string(base::local_port(lfd_)));
+    if (cfg_.poll_children) watch_children();
     loop_.after(cfg_.startup_timeout_ms, [this] {
         if (!done_)
             fail("the start-up did not finish within " +
@@ -378,6 +381,7 @@ int Relay::run_primary() {
                  " trunk relays)");
     });
     serve();
+    if (cfg_.end_children) cfg_.end_children(exit_ == 0 ? 5000 : 1000);
     loop_.remove(lfd_);
     ::close(lfd_);
     return exit_;
@@ -709,6 +713,15 @@ void Relay::try_allocate() {
     };
     allocated_check_ = complete;
     check_allocated();
+}
+
+void Relay::watch_children() {
+    loop_.after(200, [this] {
+        if (exit_ >= 0) return;
+        std::string why = cfg_.poll_children();
+        if (!why.empty() && !end_by_) return fail(why);
+        watch_children();
+    });
 }
 
 void Relay::check_allocated() {

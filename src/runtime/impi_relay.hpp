@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,12 @@ struct RelayConfig {
     bool splice = true;        // payloads of >= splice_min bytes by splice(2)
     uint64_t splice_min = 65536;
     int64_t spin_us = 0;       // after traffic, poll this long before sleeping in epoll
+    // Primary only, for the trunk members it starts itself (impi_relay_main.cpp -join-hosts):
+    // called once the private address is known; then every 200 ms (a non-empty text: a member
+    // failed, the job fails with it); and at the end, to reap them (grace in ms).
+    std::function<void(const std::string& addr)> on_listening;
+    std::function<std::string()> poll_children;
+    std::function<void(int64_t grace_ms)> end_children;
 };
 // The defaults from the tunables: WANMPI_IMPI_RELAY_SPLICE_MIN, _SPIN_US, _STARTUP_TIMEOUT,
 // WANMPI_IMPI_JOIN_TIMEOUT.

@@ -591,7 +591,24 @@ def case_relay_dies():
             assert closed(s, 2), (a, b)
 
 
+def case_join_hosts_fail():
+    """A trunk relay that the primary starts itself (-join-hosts) and that cannot start takes
+    the relay down at once, naming the host, instead of waiting for the start-up timeout."""
+    srv = Proc([SERVER, "-server", "2"], env={"WANMPI_LOG_LEVEL": "2"})
+    m = srv.wait_for("out", r"^(\d+\.\d+\.\d+\.\d+):(\d+)$")
+    t0 = time.monotonic()
+    rel = Proc([RELAY, "-public", PUB, "-private", PRIV, "-join-hosts", "fe1.invalid",
+                "-launcher-exec", "false", f"127.0.0.1:{m.group(2)}"],
+               env={"WANMPI_LOG_LEVEL": "1"})
+    rel.wait_for("out", r"^(\d+\.\d+\.\d+\.\d+):(\d+)$")
+    rc = rel.finish(timeout=5)
+    assert rc != 0 and time.monotonic() - t0 < 5, (rc, rel.text())
+    assert re.search(r"trunk relay on fe1\.invalid .*exit", rel.text()), rel.text()
+    srv.p.terminate()
+
+
 CASES = {
+    "join_hosts_fail": case_join_hosts_fail,
     "startup_and_data": case_startup_and_data,
     "private_first": case_private_first,
     "slow_receiver": case_slow_receiver,
