@@ -27,21 +27,11 @@ cn=$(h c1h2)
 [[ $(kv role "$(h c0h2)") == compute ]] || fail "c0h2 should be a compute host"
 
 for x in c0h0 c0h1 c1h1; do start_server "$x"; done
-expect() {  # expect ok|fail FROM TO_ADDR
-    local want=$1 from=$2 to=$3 out rc=0
-    out=$(wx "$from" -- "$BULK" probe "$to" --timeout 2s) || rc=$?
-    printf "%-5s %-6s -> %-16s %s\n" "$want" "$from" "$to" "$out"
-    if [[ $want == ok ]]; then
-        [[ $rc == 0 ]] || fail "$from should reach $to"
-    else
-        [[ $rc != 0 ]] || fail "$from should not reach $to"
-    fi
-}
-expect ok   c0h0 c1h1                           # other cluster -> second front-end (public)
-expect ok   c1h1 c0h0                           # second front-end -> other cluster
-expect ok   c1h2 c1h1                           # compute host -> front-end (private address)
-expect fail c1h2 c0h0                           # compute host -> other cluster
-expect fail c0h0 "$(kv private "$(h c1h1)")"    # other cluster -> front-end's private address
+expect_reach ok   c0h0 c1h1                           # other cluster -> second front-end (public)
+expect_reach ok   c1h1 c0h0                           # second front-end -> other cluster
+expect_reach ok   c1h2 c1h1                           # compute host -> front-end (private address)
+expect_reach fail c1h2 c0h0                           # compute host -> other cluster
+expect_reach fail c0h0 "$(kv private "$(h c1h1)")"    # other cluster -> front-end's private address
 [[ $(wx c1h2 -- getent hosts c1h1 | awk '{print $1}') == "$(kv private "$(h c1h1)")" ]] ||
     fail "inside c1, c1h1 should resolve to its private address"
 

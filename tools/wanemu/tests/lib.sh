@@ -55,6 +55,35 @@ kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 # stats_line FROM TO: the `stats --kv` line of one direction.
 stats_line() { "$WANEMU" stats --kv | grep " from=$1 to=$2 "; }
 
+# quiet_stats_line FROM TO: the direction's stats line once the link is quiet (two snapshots
+# 0.1 s apart agree on delivered packets; at most 5 s). Packets of a transfer (its last ACKs and
+# FIN) may still be on the link when the sender returns; comparing the monitor CSV with the
+# counters needs both taken at the same quiet moment. Asking for stats also flushes the monitor.
+quiet_stats_line() {
+    local line again _
+    line=$(stats_line "$1" "$2")
+    for _ in $(seq 50); do
+        sleep 0.1
+        again=$(stats_line "$1" "$2")
+        [[ $(kv delivered "$again") == "$(kv delivered "$line")" ]] && break
+        line=$again
+    done
+    echo "$again"
+}
+
+# expect_reach ok|fail FROM TO_ADDR: whether host FROM can open a TCP connection to TO_ADDR
+# (a server started with start_server), and fail the test if that is not what is expected.
+expect_reach() {
+    local want=$1 from=$2 to=$3 out rc=0
+    out=$(wx "$from" -- "$BULK" probe "$to" --timeout 2s) || rc=$?
+    printf "%-5s %-6s -> %-16s %s\n" "$want" "$from" "$to" "$out"
+    if [[ $want == ok ]]; then
+        [[ $rc == 0 ]] || fail "$from should reach $to"
+    else
+        [[ $rc != 0 ]] || fail "$from should not reach $to"
+    fi
+}
+
 # wait_for CMD...: retries CMD for up to 10 s (start-up synchronisation, not pass/fail timing).
 wait_for() {
     local i

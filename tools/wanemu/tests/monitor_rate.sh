@@ -12,14 +12,7 @@ BIN=0.0002
 wan_up --clusters 2 --hosts 1 --delay 2ms --rate 300mbit --interval 200us --csv "$CSV"
 start_server c1h0
 wx c0h0 -- "$BULK" send c1h0 -t 2 --warmup 0.5 --cc cubic
-line=$(stats_line c0 c1)   # flushes the monitor
-for _ in $(seq 50); do      # until the link is quiet, so CSV and counters are the same moment
-    sleep 0.1
-    again=$(stats_line c0 c1)
-    [[ $(kv delivered "$again") == "$(kv delivered "$line")" ]] && break
-    line=$again
-done
-line=$again
+line=$(quiet_stats_line c0 c1)
 echo "$line"
 res=$(awk -F, -v rate=$RATE -v bin=$BIN -v pkt=1500 '
     NR > 1 && $3 == "c0" {

@@ -15,23 +15,13 @@ cn=$(grep "^host=c1h1 " <<<"$hosts")
 [[ $(kv role "$cn") == compute && $(kv public "$cn") == - && $(kv private "$cn") != - ]] ||
     fail "compute host c1h1 should have only a private address: $cn"
 
-expect() {  # expect ok|fail FROM TO_ADDR
-    local want=$1 from=$2 to=$3 out rc=0
-    out=$(wx "$from" -- "$BULK" probe "$to" --timeout 2s) || rc=$?
-    printf "%-5s %-6s -> %-16s %s\n" "$want" "$from" "$to" "$out"
-    if [[ $want == ok ]]; then
-        [[ $rc == 0 ]] || fail "$from should reach $to"
-    else
-        [[ $rc != 0 ]] || fail "$from should not reach $to"
-    fi
-}
-expect fail c1h1 c0h0                      # private compute -> other cluster
-expect ok   c1h0 c0h0                      # front-end -> other cluster
-expect ok   c0h0 c1h0                      # other cluster -> front-end (public address)
-expect fail c0h0 "$(kv private "$cn")"     # other cluster -> private address
-expect fail c0h0 "$(kv private "$fe")"     # other cluster -> front-end's private address
-expect ok   c1h1 c1h0                      # inside the private cluster
-expect ok   c1h0 c1h1
+expect_reach fail c1h1 c0h0                      # private compute -> other cluster
+expect_reach ok   c1h0 c0h0                      # front-end -> other cluster
+expect_reach ok   c0h0 c1h0                      # other cluster -> front-end (public address)
+expect_reach fail c0h0 "$(kv private "$cn")"     # other cluster -> private address
+expect_reach fail c0h0 "$(kv private "$fe")"     # other cluster -> front-end's private address
+expect_reach ok   c1h1 c1h0                      # inside the private cluster
+expect_reach ok   c1h0 c1h1
 # Names resolve per cluster: inside c1, c1h0 is its private address; outside, its public one.
 [[ $(wx c1h1 -- getent hosts c1h0 | awk '{print $1}') == "$(kv private "$fe")" ]] ||
     fail "inside the private cluster c1h0 should resolve to its private address"

@@ -15,14 +15,7 @@ wx c0h0 -- "$BULK" send c1h0 -t 2 --warmup 0.5 --cc cubic
 # Packets of the transfer (its last ACKs and FIN) may still be on the 5 ms link when the sender
 # returns; counters and CSV are compared once the link is quiet (two snapshots agree), or the
 # CSV would hold packets delivered after the emulator's snapshot.
-line=$(stats_line c0 c1)   # flushes the monitor first, so the CSV is complete up to here
-for _ in $(seq 50); do
-    sleep 0.1
-    again=$(stats_line c0 c1)
-    [[ $(kv delivered "$again") == "$(kv delivered "$line")" ]] && break
-    line=$again
-done
-line=$again
+line=$(quiet_stats_line c0 c1)
 echo "$line"
 drops=$(kv drop_queue "$line")
 [[ $drops -gt 0 ]] || fail "no queue drops with a 16 KB queue"
