@@ -79,37 +79,22 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$RUNS" ] || { [ $QUICK = 1 ] && RUNS=1 || RUNS=3; }
 [ -n "$LRUNS" ] || { [ $QUICK = 1 ] && LRUNS=1 || LRUNS=5; }
-say() { printf '%s\n' "$*" >&2; }
-die() { say "compare-relay.sh: $*"; exit 1; }
+BENCH_NAME=compare-relay.sh
+. "$ROOT/bench/wan_lib.sh"
 
-[ "$(id -u)" = 0 ] || die "needs root (wanemu)"
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites
 KERN=$BUILD/bench/bench_relay_kernels
-for f in "$W" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server" "$BUILD/bin/impi-relay" "$KERN"; do
-    [ -x "$f" ] || die "missing $f (ninja -C $BUILD wanemu mpirun impi-server impi-relay bench_relay_kernels)"
-done
-if [ $OMPI = 1 ] && ! command -v mpicc.openmpi >/dev/null; then
-    say "Open MPI (mpicc.openmpi) not installed: skipping it"
-    OMPI=0
-fi
+wan_prereq "wanemu mpirun impi-server impi-relay bench_relay_kernels" \
+    "$W" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server" "$BUILD/bin/impi-relay" "$KERN"
 
-TMP=$(mktemp -d /tmp/wanmpi-relay.XXXXXX)
 RA=rla$$
 RC=rlc$$
 RP=rlp$$
-cleanup() {
-    "$W" down --name "$RA" >/dev/null 2>&1
-    "$W" down --name "$RC" >/dev/null 2>&1
-    "$W" down --name "$RP" >/dev/null 2>&1
-    if [ $KEEP = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+wan_tmp relay "$RA" "$RC" "$RP"
 
 # ---- build ----------------------------------------------------------------------------------------
-cc -O2 -Wall -o "$TMP/wan_tcp_pingpong" "$ROOT/bench/wan_tcp_pingpong.c" 2>"$TMP/build.log" ||
-    die "building wan_tcp_pingpong failed: $(cat "$TMP/build.log")"
+wan_build_tcp_pingpong
 cat >"$TMP/tcp_fwd.c" <<'EOF'
 /* tcp_fwd LISTEN_ADDR PORT TARGET_ADDR TARGET_PORT: forwards one connection, one blocking
  * thread per direction, TCP_NODELAY: the simplest user-space relay, as a floor. */
@@ -270,18 +255,18 @@ trunk_job() {  # LABEL CLUSTERS [sites options]
     a=$(pubbytes); ta=$(tcpstat)
     echo "$label | $b | $a | $tb | $ta" >>"$marks"
 }
+# trunk_series PREFIX RELAYED NORELAY: T = 1, 2, 4 on the clusters RELAYED, then no relay
+trunk_series() {
+    local t
+    for t in 1 2 4; do trunk_job "${1}T$t" "$2" --trunks $t; done
+    trunk_job "${1}norelay" "$3"
+}
 for r in $(seq 1 "$RUNS"); do
     say "C: trunking, run $r of $RUNS"
-    trunk_job T1 c0,c1 --trunks 1
-    trunk_job T2 c0,c1 --trunks 2
-    trunk_job T4 c0,c1 --trunks 4
-    trunk_job norelay c0,c2
+    trunk_series "" c0,c1 c0,c2
     # the other client order: the private cluster's (c2's) hosts accept, so the relay of a pair
     # is chosen by the private host's index instead of the public one's
-    trunk_job pT1 c1,c0 --trunks 1
-    trunk_job pT2 c1,c0 --trunks 2
-    trunk_job pT4 c1,c0 --trunks 4
-    trunk_job pnorelay c2,c0
+    trunk_series p c1,c0 c2,c0
 done
 # diagnosis: the same c0-c1 runs with every route of every host at rto_min 10 ms (Linux default
 # 200 ms): how much of the gap to the bounds is TCP retransmission timeouts at the 100 Mbit/s
@@ -292,10 +277,7 @@ for h in $("$W" hosts --name "$RC" --kv | sed -n 's/^host=\([^ ]*\) .*/\1/p'); d
 done
 for r in $(seq 1 "$RUNS"); do
     say "C: trunking with rto_min 10 ms, run $r of $RUNS"
-    trunk_job rT1 c0,c1 --trunks 1
-    trunk_job rT2 c0,c1 --trunks 2
-    trunk_job rT4 c0,c1 --trunks 4
-    trunk_job rnorelay c0,c2
+    trunk_series r c0,c1 c0,c2
 done
 say "C: T=4 with the relays' pair log (WANMPI_LOG_LEVEL=3)"
 WANMPI_LOG_LEVEL=3 timeout 120 "$SITES" --bin "$BUILD/bin" --run "$RC" --clusters c0,c1 -n 8 --compute-only \

@@ -55,32 +55,19 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$RUNS" ] || { [ $QUICK = 1 ] && RUNS=1 || RUNS=3; }
-say() { printf '%s\n' "$*" >&2; }
-die() { say "compare-wan.sh: $*"; exit 1; }
+BENCH_NAME=compare-wan.sh
+. "$ROOT/bench/wan_lib.sh"
 
-[ "$(id -u)" = 0 ] || die "needs root (wanemu)"
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites
-for f in "$W" "$BUILD/bin/wanemu-bulk" "$BUILD/bin/mpicc" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server"; do
-    [ -x "$f" ] || die "missing $f (build it: ninja -C $BUILD wanemu wanemu-bulk mpirun impi-server wanmpi wrappers)"
-done
-if [ $OMPI = 1 ] && ! command -v mpicc.openmpi >/dev/null; then
-    say "Open MPI (mpicc.openmpi) not installed: skipping it"
-    OMPI=0
-fi
+wan_prereq "wanemu wanemu-bulk mpirun impi-server wanmpi wrappers" \
+    "$W" "$BUILD/bin/wanemu-bulk" "$BUILD/bin/mpicc" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server"
 
-TMP=$(mktemp -d /tmp/wanmpi-wan.XXXXXX)
 RUN=cw$$
-cleanup() {
-    "$W" down --name "$RUN" >/dev/null 2>&1
-    if [ $KEEP = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+wan_tmp wan "$RUN"
 
 # ---- build ----------------------------------------------------------------------------------------
-cc -O2 -Wall -o "$TMP/wan_tcp_pingpong" "$ROOT/bench/wan_tcp_pingpong.c" 2>"$TMP/build.log" ||
-    die "building wan_tcp_pingpong failed: $(cat "$TMP/build.log")"
+wan_build_tcp_pingpong
 "$BUILD/bin/mpicc" -O2 -o "$TMP/wan_bench.wanmpi" "$ROOT/bench/wan_bench.c" 2>>"$TMP/build.log" ||
     die "building wan_bench with wanmpi's mpicc failed: $(cat "$TMP/build.log")"
 if [ $OMPI = 1 ]; then

@@ -47,69 +47,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 static int rank, size;
 static int *cluster_of; /* per world rank, -1 if unknown */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void wait_until(double t)
-{
-    if (t - now_s() > 0.0005) {
-        double s = t - 0.0003;
-        struct timespec ts;
-        ts.tv_sec = (time_t)s;
-        ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
-        }
-    }
-    while (now_s() < t) {
-    }
-}
 
 /* A start instant every rank can reach: rank 0's clock + a margin, broadcast. */
 static double common_start(MPI_Comm comm)
 {
-    double t = now_s() + 0.05;
+    double t = bench_now_s() + 0.05;
     MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
     return t;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static long parse_size(const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    else if (*end == 'M' || *end == 'm') v <<= 20;
-    return v;
-}
-
-static int wanted(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        if (len == n && strncmp(p, name, n) == 0) return 1;
-        p = c ? c + 1 : NULL;
-    }
-    return 0;
 }
 
 /* Cluster of every rank from its processor name (wanemu: c<I>h<J>). */
@@ -170,9 +118,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-l")) iters = atoi(v);
         else if (!strcmp(a, "-M")) mib = atol(v);
         else if (!strcmp(a, "-r")) reps = atoi(v);
-        else if (!strcmp(a, "-B")) ft_bytes = parse_size(v);
+        else if (!strcmp(a, "-B")) ft_bytes = bench_parse_size(v);
         else if (!strcmp(a, "-R")) kreps = atoi(v);
-        else if (!strcmp(a, "-K")) is_bytes = parse_size(v);
+        else if (!strcmp(a, "-K")) is_bytes = bench_parse_size(v);
         else if (!strcmp(a, "-s")) seed = (unsigned)atoi(v);
         else continue;
         ++i;
@@ -186,24 +134,24 @@ int main(int argc, char **argv)
     if (me < 0 || me >= size) me = 0;
     if (peer < 0 || peer >= size || peer == me) peer = default_peer();
 
-    if (wanted(list, "lat")) {
+    if (bench_wanted(list, "lat")) {
         char b = 0;
         int warm = 100;
         double *v = malloc(sizeof(double) * (size_t)iters);
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < warm + iters; ++i) {
             if (rank == me) {
-                double t0 = now_s();
+                double t0 = bench_now_s();
                 MPI_Send(&b, 1, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
                 MPI_Recv(&b, 1, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                if (i >= warm) v[i - warm] = (now_s() - t0) / 2;
+                if (i >= warm) v[i - warm] = (bench_now_s() - t0) / 2;
             } else if (rank == peer) {
                 MPI_Recv(&b, 1, MPI_CHAR, me, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(&b, 1, MPI_CHAR, me, 1, MPI_COMM_WORLD);
             }
         }
         if (rank == me) {
-            double m = median(v, iters);
+            double m = bench_median(v, iters);
             printf("relay_kernels: lat bytes=1 iters=%d half_rtt_us=%.2f min_us=%.2f a=%d peer=%d\n",
                    iters, m * 1e6, v[0] * 1e6, me, peer);
             fflush(stdout);
@@ -211,7 +159,7 @@ int main(int argc, char **argv)
         free(v);
     }
 
-    if (wanted(list, "bw")) {
+    if (bench_wanted(list, "bw")) {
         size_t n = (size_t)mib << 20;
         char *buf = (rank == me || rank == peer) ? malloc(n) : NULL;
         double *v = malloc(sizeof(double) * (size_t)reps);
@@ -219,20 +167,20 @@ int main(int argc, char **argv)
         for (int i = 0; i < reps; ++i) {
             double t = common_start(MPI_COMM_WORLD), end = 0;
             if (rank == me) {
-                wait_until(t);
+                bench_wait_until(t);
                 MPI_Send(buf, (int)n, MPI_CHAR, peer, 2, MPI_COMM_WORLD);
                 MPI_Recv(&end, 1, MPI_DOUBLE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 v[i] = end - t;
             } else if (rank == peer) {
-                wait_until(t);
+                bench_wait_until(t);
                 MPI_Recv(buf, (int)n, MPI_CHAR, me, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                end = now_s();
+                end = bench_now_s();
                 MPI_Send(&end, 1, MPI_DOUBLE, me, 3, MPI_COMM_WORLD);
             }
             MPI_Barrier(MPI_COMM_WORLD);
         }
         if (rank == me) {
-            double first = v[0], m = median(v, reps);
+            double first = v[0], m = bench_median(v, reps);
             printf("relay_kernels: bw bytes=%zu reps=%d time_s=%.4f MBps=%.1f first_MBps=%.1f "
                    "a=%d peer=%d\n", n, reps, m, n / m / 1e6, n / first / 1e6, me, peer);
             fflush(stdout);
@@ -241,7 +189,7 @@ int main(int argc, char **argv)
         free(buf);
     }
 
-    if (wanted(list, "ft")) {
+    if (bench_wanted(list, "ft")) {
         size_t per = (size_t)ft_bytes;
         char *sb = malloc(per * (size_t)size), *rb = malloc(per * (size_t)size);
         double all = 0, wanb = 0, t, end, maxend;
@@ -254,10 +202,10 @@ int main(int argc, char **argv)
                 }
         MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
         t = common_start(MPI_COMM_WORLD);
-        wait_until(t);
+        bench_wait_until(t);
         for (int i = 0; i < kreps; ++i)
             MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
-        end = now_s();
+        end = bench_now_s();
         MPI_Reduce(&end, &maxend, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double dt = maxend - t;
@@ -270,7 +218,7 @@ int main(int argc, char **argv)
         free(rb);
     }
 
-    if (wanted(list, "is")) {
+    if (bench_wanted(list, "is")) {
         /* Keys this rank sends to rank d: mean is_bytes/4 keys, times pair_weight. */
         int *scount = malloc(sizeof(int) * (size_t)size), *rcount = malloc(sizeof(int) * (size_t)size);
         int *sdisp = malloc(sizeof(int) * (size_t)size), *rdisp = malloc(sizeof(int) * (size_t)size);
@@ -298,7 +246,7 @@ int main(int argc, char **argv)
         for (int it = -1; it < kreps; ++it) {
             if (it == 0) {
                 t = common_start(MPI_COMM_WORLD);
-                wait_until(t);
+                bench_wait_until(t);
             }
             memset(bucket, 0, sizeof(int) * (size_t)size);
             for (long k = 0; k < nkeys; ++k) bucket[keys[k] >> 20]++;
@@ -313,7 +261,7 @@ int main(int argc, char **argv)
             MPI_Alltoallv(keys, bucket, sdisp, MPI_INT, rkeys, rcount, rdisp, MPI_INT,
                           MPI_COMM_WORLD);
         }
-        end = now_s();
+        end = bench_now_s();
         MPI_Reduce(&end, &maxend, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double dt = maxend - t;

@@ -38,55 +38,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 static int rank, size;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void wait_until(double t)
-{
-    double left = t - now_s();
-    if (left > 0.0005) {
-        double s = t - 0.0003;
-        struct timespec ts;
-        ts.tv_sec = (time_t)s;
-        ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
-        }
-    }
-    while (now_s() < t) {
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static int wanted(const char *list, const char *name)
-{
-    size_t n = strlen(name);
-    const char *p = list;
-    if (!list)
-        return 1;
-    while ((p = strstr(p, name)) != NULL) {
-        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-            return 1;
-        p += n;
-    }
-    return 0;
-}
 
 /* A common start time: rank 0 picks now + margin and broadcasts it. Returns it, or a negative
  * value on every rank if some rank received it too late (the sample is then retaken). */
@@ -97,15 +51,15 @@ static double common_start(void)
     double t = 0, late = 0, any_late = 0;
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
-        t = now_s() + margin_s;
+        t = bench_now_s() + margin_s;
     MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    late = now_s() > t - 0.0002 ? 1 : 0;
+    late = bench_now_s() > t - 0.0002 ? 1 : 0;
     MPI_Allreduce(&late, &any_late, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (any_late > 0) {
         margin_s *= 2;
         return -1;
     }
-    wait_until(t);
+    bench_wait_until(t);
     return t;
 }
 
@@ -123,12 +77,12 @@ static double time_op(op_fn op, void *ctx, int samples)
         if (t0 < 0)
             continue;
         op(ctx);
-        end = now_s();
+        end = bench_now_s();
         MPI_Allreduce(&end, &last, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         v[got++] = last - t0;
     }
     {
-        double m = got ? median(v, got) : -1;
+        double m = got ? bench_median(v, got) : -1;
         free(v);
         return m;
     }
@@ -223,12 +177,12 @@ int main(int argc, char **argv)
         printf("# wan_bench: %d ranks, peer %d\n", size, peer);
 
     /* 1-byte ping-pong, half round trip (also sets the start margin for the rest). */
-    if (wanted(list, "lat")) {
+    if (bench_wanted(list, "lat")) {
         char x = 0;
         double *v = malloc(sizeof(double) * (size_t)iters);
         MPI_Barrier(MPI_COMM_WORLD);
         for (i = -5; i < iters; i++) { /* 5 warm-up round trips */
-            double t = now_s();
+            double t = bench_now_s();
             if (rank == 0) {
                 MPI_Send(&x, 1, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
                 MPI_Recv(&x, 1, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -237,10 +191,10 @@ int main(int argc, char **argv)
                 MPI_Send(&x, 1, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
             }
             if (i >= 0)
-                v[i] = (now_s() - t) / 2;
+                v[i] = (bench_now_s() - t) / 2;
         }
         if (rank == 0) {
-            double m = median(v, iters);
+            double m = bench_median(v, iters);
             printf("lat_us %.1f us  # 1-byte half round trip, median of %d\n", m * 1e6, iters);
             margin_s = 0.02 + 8 * m;
         }
@@ -248,7 +202,7 @@ int main(int argc, char **argv)
         MPI_Bcast(&margin_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     }
 
-    if (wanted(list, "bulk")) {
+    if (bench_wanted(list, "bulk")) {
         struct buf b;
         double *v = malloc(sizeof(double) * (size_t)reps);
         b.n = (int)(bulk_mib << 20);
@@ -264,7 +218,7 @@ int main(int argc, char **argv)
                        bulk_mib);
         }
         if (rank == 0) {
-            double m = median(v, reps);
+            double m = bench_median(v, reps);
             printf("bulk_ms %.1f ms  # %ld MiB rank 0 -> %d, median of %d\n", m * 1e3,
                    bulk_mib, peer, reps);
             printf("bulk_mbit %.1f Mbit/s\n", (double)b.n * 8 / m / 1e6);
@@ -286,7 +240,7 @@ int main(int argc, char **argv)
             struct buf b;
             size_t bytes;
             double m;
-            if (!wanted(list, colls[i].name))
+            if (!bench_wanted(list, colls[i].name))
                 continue;
             bytes = (size_t)(colls[i].n ? colls[i].n : 1) * (colls[i].fn == op_alltoall ? size : 1);
             b.n = colls[i].n;

@@ -1,0 +1,41 @@
+# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh). Source it
+# with BENCH_NAME (the script's name, for messages) and OMPI (1: compare with Open MPI) set.
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "$BENCH_NAME: $*"; exit 1; }
+
+# wan_prereq "NINJA TARGETS" FILE...: root (wanemu needs it), every FILE executable (else says
+# which ninja targets build them), and Open MPI's wrapper if OMPI=1 (else OMPI=0, said once).
+wan_prereq() {
+    local targets=$1 f
+    shift
+    [ "$(id -u)" = 0 ] || die "needs root (wanemu)"
+    for f in "$@"; do
+        [ -x "$f" ] || die "missing $f (build it: ninja -C $BUILD $targets)"
+    done
+    if [ "$OMPI" = 1 ] && ! command -v mpicc.openmpi >/dev/null; then
+        say "Open MPI (mpicc.openmpi) not installed: skipping it"
+        OMPI=0
+    fi
+}
+
+# wan_tmp NAME RUN...: a temporary directory in TMP (kept with KEEP=1) and, whatever happens, the
+# wanemu runs RUN... taken down at exit.
+wan_tmp() {
+    TMP=$(mktemp -d "/tmp/wanmpi-$1.XXXXXX")
+    shift
+    WAN_RUNS=("$@")
+    trap wan_cleanup EXIT
+    trap 'exit 130' INT TERM HUP
+}
+wan_cleanup() {
+    local r
+    for r in "${WAN_RUNS[@]}"; do "$W" down --name "$r" >/dev/null 2>&1; done
+    if [ "$KEEP" = 1 ]; then say "kept $TMP"; else rm -rf "$TMP"; fi
+}
+
+# Plain TCP ping-pong (the floor every MPI is compared with), built into $TMP.
+wan_build_tcp_pingpong() {
+    cc -O2 -Wall -o "$TMP/wan_tcp_pingpong" "$ROOT/bench/wan_tcp_pingpong.c" 2>"$TMP/build.log" ||
+        die "building wan_tcp_pingpong failed: $(cat "$TMP/build.log")"
+}
