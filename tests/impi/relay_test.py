@@ -366,6 +366,20 @@ def start(priv, relay_env=None, server_env=None):
     return srv, rel, clients, addrs, raddr
 
 
+def job_after_start(clients, addrs, priv, **startup_kw):
+    """The start-up through the relay (views checked) and the dance: (agents, views, conns)."""
+    agents, replies = startup(clients, addrs, **startup_kw)
+    views = check_views(clients, replies, priv)
+    return agents, views, dance(clients, views)
+
+
+def running_job(priv, relay_env=None, server_env=None):
+    """Server, relay and both scripted clients up to the end of the dance."""
+    srv, rel, clients, addrs, _ = start(priv, relay_env, server_env)
+    agents, views, conns = job_after_start(clients, addrs, priv)
+    return srv, rel, agents, views, conns
+
+
 def cross_pairs(priv):
     """(own host, outside host) pairs; hosts 0, 1 are client 0's and 2, 3 client 1's."""
     return [(a, b) for a in (0, 1) for b in (2, 3)]
@@ -387,9 +401,7 @@ def run_job(priv, key=None):
     srv, rel, clients, addrs, _ = start(priv, server_env={"IMPI_AUTH_KEY": str(key)} if key else {})
     # The private client's agent sends its whole start-up at once (the relay must hold its host
     # and proc labels until its ports are allocated, and keep the rest in order).
-    agents, replies = startup(clients, addrs, key=key, pipelined=(priv,))
-    views = check_views(clients, replies, priv)
-    conns = dance(clients, views)
+    agents, views, conns = job_after_start(clients, addrs, priv, key=key, pipelined=(priv,))
     # Intra-cluster pairs are direct; the cross pairs go through the relay.
     packet(conns, views, 1, 0, ranks_on(views, 1)[0], ranks_on(views, 0)[0], PK_DATA, b"x")
     packet(conns, views, 3, 2, ranks_on(views, 3)[0], ranks_on(views, 2)[0], PK_DATA, b"y")
@@ -419,10 +431,7 @@ def case_slow_receiver():
     (less than 0.3 s of CPU over the ~2 s of pauses, which stall it in every phase of a packet),
     the other direction keeps flowing, and every packet arrives translated and intact."""
     priv = 1
-    srv, rel, clients, addrs, _ = start(priv)
-    agents, replies = startup(clients, addrs)
-    views = check_views(clients, replies, priv)
-    conns = dance(clients, views)
+    srv, rel, agents, views, conns = running_job(priv)
     r0, r2 = ranks_on(views, 0), ranks_on(views, 2)
     v0, v1 = views
     msgs = [os.urandom(1_000_000 - 4099 * k) for k in range(8)] + [b"end"]
@@ -491,9 +500,7 @@ def case_hostile():
         silent.append(connect(*raddr))  # nothing at all
         rel.wait_for("err", r"already connected")
 
-    agents, replies = startup(clients, addrs, after_auth=intruders)
-    views = check_views(clients, replies, priv)
-    conns = dance(clients, views)
+    agents, views, conns = job_after_start(clients, addrs, priv, after_auth=intruders)
     for s in silent:
         assert closed(s, 4)
     rel.wait_count(r"said nothing within the join timeout", 2)
@@ -543,10 +550,7 @@ def case_hostile():
 
 def case_forbidden_proc():
     priv = 1
-    srv, rel, clients, addrs, _ = start(priv)
-    agents, replies = startup(clients, addrs)
-    views = check_views(clients, replies, priv)
-    conns = dance(clients, views)
+    srv, rel, agents, views, conns = running_job(priv)
     vpriv, vpub = views[1], views[0]
     r2, r3, r0, r1 = (ranks_on(views, h) for h in (2, 3, 0, 1))
     # Outward on pair (2, 0): the source is host 3's proc.
@@ -573,10 +577,7 @@ def case_forbidden_proc():
 
 def case_relay_dies():
     priv = 1
-    srv, rel, clients, addrs, _ = start(priv)
-    agents, replies = startup(clients, addrs)
-    views = check_views(clients, replies, priv)
-    conns = dance(clients, views)
+    srv, rel, agents, views, conns = running_job(priv)
     traffic(conns, views, [(0, 2)], big=False)
     t0 = time.monotonic()
     rel.p.send_signal(signal.SIGKILL)
