@@ -97,6 +97,30 @@ std::optional<int64_t> parse_duration_us(const std::string& s) {
     return static_cast<int64_t>(v * mul);
 }
 
+std::optional<double> parse_rate_bps(const std::string& s) {
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() || !(v > 0) || v > 1e15) return std::nullopt;
+    std::string u = lower(end);
+    if (u.size() > 2 && u.compare(u.size() - 2, 2, "/s") == 0) u.resize(u.size() - 2);
+    double bits = 1;
+    if (u.size() >= 3 && (u.compare(u.size() - 3, 3, "bps") == 0 ||
+                          (u.size() >= 4 && u.compare(u.size() - 4, 4, "byte") == 0))) {
+        bits = 8;  // "25MBps", "25mbyte"
+        u.resize(u.size() - (u.back() == 's' ? 3 : 4));
+    } else if (u.size() >= 3 && u.compare(u.size() - 3, 3, "bit") == 0) {
+        u.resize(u.size() - 3);
+    }
+    double mul;
+    if (u.empty()) mul = 1;
+    else if (u == "k") mul = 1e3;
+    else if (u == "m") mul = 1e6;
+    else if (u == "g") mul = 1e9;
+    else if (u == "t") mul = 1e12;
+    else return std::nullopt;
+    return v * mul * bits;
+}
+
 namespace detail {
 std::string to_text(bool v) { return v ? "1" : "0"; }
 std::string to_text(int64_t v) { return std::to_string(v); }

@@ -47,6 +47,9 @@ std::optional<bool> parse_bool(const std::string& s);
 std::optional<int64_t> parse_int(const std::string& s);   // decimal, 0x.., with k/m/g (x1024) suffix
 std::optional<double> parse_double(const std::string& s);
 std::optional<int64_t> parse_duration_us(const std::string& s);  // "10ms", "5us", "2s", bare = us
+// A link rate in bits/s, tc's units (decimal): "200mbit", "1gbit", "1.5Gbit/s", "800kbit", bare =
+// bit/s; "25MBps"/"25mbyte" = bytes/s x 8. 0 is refused (callers use "" for "not set").
+std::optional<double> parse_rate_bps(const std::string& s);
 
 // Raw lookup: the env var, else the alias, else nullptr.
 const char* tunable_env(const TunableInfo& info);

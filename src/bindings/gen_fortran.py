@@ -140,7 +140,9 @@ def read_constants(mpi_h_in):
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     raw, order, pointers = {}, [], []
     for line in text.splitlines():
-        m = re.match(r"^\s*#\s*define\s+(MPIX?_\w+)(\(?)\s*(.*)$", line)
+        # MPI's names, and the WAN rate attribute keys (wanmpi's and GridMPI's aliases)
+        m = re.match(r"^\s*#\s*define\s+(MPIX?_\w+|WANMPI_MAXRATE|WANMPI_MATB|YAMPI_PSP_\w+)"
+                     r"(\(?)\s*(.*)$", line)
         if not m or m.group(2):
             continue
         name, val = m.group(1), m.group(3).strip()

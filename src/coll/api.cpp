@@ -14,6 +14,7 @@
 #include "core/datatype.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
+#include "core/wan_rate.hpp"
 
 namespace wanmpi::coll {
 namespace {
@@ -149,6 +150,16 @@ int launch(Args& a, MPI_Request* req) {
     if (!m)
         return raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
                                    "%s: no collective module for %s", fname(), c->name.c_str()));
+    // A blocking collective between clusters paces its WAN senders to their share of the link
+    // for its duration (restored when it returns, whatever the outcome).
+    int senders = 0, flows = 1;
+    if (!req)
+        for (Module* h = m; h; h = h->next)
+            if (h->wan_senders) {
+                senders = h->wan_senders(h, a, &flows);
+                break;
+            }
+    core::WanPhase phase(senders, flows);
     if (!req) {  // the module that implements the call may run it without a schedule
         Module* impl = m;
         while (impl && !impl->fn[int(a.kind)]) impl = impl->next;

@@ -784,6 +784,47 @@ int impi_alltoall(Module* mod, const Args& a, Sched& s) {
 }
 
 // ---- the component ----------------------------------------------------------------------------
+// ---- rate-managed collectives -------------------------------------------------------------
+// Who sends across the WAN at once (GridMPI paced Alltoall(v); we pace these five): in the
+// master-based algorithms above only the masters do (1 per cluster: the full link rate); in the
+// next module's direct exchanges (long alltoall blocks, alltoallv/w, allgatherv) every rank of
+// the cluster does, all at once. Calls that move little are left alone: a setsockopt per WAN
+// socket at entry and exit costs more than pacing a few packets saves.
+base::Tunable<int64_t> t_paced_min(
+    "COLL", "WAN_PACED_MIN", 64 * 1024,
+    "Rate-managed collectives (with WANMPI_WAN_RATE): Alltoall(v/w) and Allgather(v) calls in "
+    "which a rank receives at least this many bytes pace its WAN sockets to its share of the "
+    "link (rate / concurrent WAN senders of its cluster) for the call; smaller calls are left "
+    "alone. -1: never.", base::Level::tuner, nullptr, true);
+
+int impi_wan_senders(Module* mod, const Args& a, int* flows) {
+    const Topo& t = static_cast<ImpiModule*>(mod)->t;
+    const int64_t kManagedMin = t_paced_min.get();
+    if (t.nm < 2 || kManagedMin < 0) return 0;
+    const int nl = int(t.mine().size());
+    *flows = t.n - nl;  // direct exchanges: every remote rank at once
+    int64_t bytes = 0;
+    switch (a.kind) {
+    case Kind::allgather:
+    case Kind::alltoall:
+        bytes = a.rcount * a.rt.size * t.n;
+        if (bytes < kManagedMin) return 0;
+        if (a.kind == Kind::allgather || a.rcount * a.rt.size < t.xsize) {
+            *flows = t.nm - 1;  // master to masters
+            return 1;
+        }
+        return nl;
+    case Kind::allgatherv:
+    case Kind::alltoallv:
+        for (int i = 0; i < t.n; ++i) bytes += int64_t(a.rcounts[i]) * a.rt.size;
+        return bytes < kManagedMin ? 0 : nl;
+    case Kind::alltoallw:
+        return nl;
+    default:
+        return 0;
+    }
+}
+
 Module* impi_query(core::Comm* c) {
     if (c->inter || core::cluster_count() < 2 || !t_enable.get()) return nullptr;
     auto m = std::make_unique<ImpiModule>();
@@ -826,6 +867,7 @@ Module* impi_query(core::Comm* c) {
     m->fn[int(Kind::scatter)] = impi_scatter;
     m->fn[int(Kind::allgather)] = impi_allgather;
     m->fn[int(Kind::alltoall)] = impi_alltoall;
+    m->wan_senders = impi_wan_senders;
     m->destroy = [](Module* mm) { delete static_cast<ImpiModule*>(mm); };
     WANMPI_LOG(debug, "coll/impi: %s spans %d clusters (%s), XSIZE %d, MAXLINEAR %d",
                c->name.c_str(), t.nm, t.blocked ? "blocked" : "interleaved", t.xsize,

@@ -6,6 +6,7 @@
 // indexes (MPI_TAG_UB = 0x64400001, MPI_WIN_BASE = 0x66000001); user keyvals count from
 // kFirstUserIndex and are never reused, so a stale handle is reported, not misread.
 #include "core/attr.hpp"
+#include "core/wan_rate.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,7 @@ bool is_predefined_comm_key(int keyval) {
     case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
     case MPI_UNIVERSE_SIZE: case MPI_LASTUSEDCODE: case MPI_APPNUM:
     case MPI_CLIENT_SIZE: case MPI_CLIENT_COLOR: case MPI_HOST_SIZE: case MPI_HOST_COLOR:
+    case WANMPI_MAXRATE: case WANMPI_MATB:
         return true;
     default:
         return false;
@@ -229,6 +231,7 @@ int copy_all(AttrKind kind, int from, int to) {
 struct Predefined {
     int tag_ub, host, io, wtime_is_global, universe_size, lastusedcode, appnum;
     int client_size, client_color, host_size, host_color;
+    int maxrate, matb;
 };
 Predefined g_pre;
 
@@ -260,6 +263,15 @@ bool predefined_comm_get(int keyval, void* value_out, int* flag) {
     case MPI_HOST_COLOR:
         g_pre.host_color = impi_host_of(world_rank());
         p = &g_pre.host_color;
+        break;
+    // WAN rate attributes (core/wan_rate.hpp), absent while unknown / unlimited.
+    case WANMPI_MAXRATE:
+        g_pre.maxrate = wan_maxrate_kBps();
+        if (g_pre.maxrate >= 0) p = &g_pre.maxrate;
+        break;
+    case WANMPI_MATB:
+        g_pre.matb = wan_matb_kBps();
+        if (g_pre.matb >= 0) p = &g_pre.matb;
         break;
     default: return false;
     }
@@ -300,6 +312,12 @@ int keyval_free(AttrKind kind, int* keyval) {
 }
 
 int attr_set(AttrKind kind, int obj, int keyval, void* value) {
+    // The one predefined attribute a program may set: its WAN send limit (GridMPI's put that
+    // acts). The value points to an int, Kbytes/s.
+    if (kind == AttrKind::comm && keyval == WANMPI_MATB) {
+        if (!value) return make_error(MPI_ERR_ARG, "WANMPI_MATB: the value must point to an int");
+        return wan_set_matb_kBps(*static_cast<const int*>(value));
+    }
     if ((kind == AttrKind::comm && is_predefined_comm_key(keyval)) ||
         (kind == AttrKind::win && is_predefined_win_key(keyval)))
         return make_error(MPI_ERR_KEYVAL, "keyval 0x%x is a predefined attribute and cannot be "

@@ -24,6 +24,7 @@
 #include "runtime/pmi_client.hpp"
 #include "transport/registry.hpp"
 #include "core/wan.hpp"
+#include "core/wan_rate.hpp"
 #include "runtime/impi_startup.hpp"
 
 namespace wanmpi::core {
@@ -1148,6 +1149,7 @@ int engine_init(int required, int* provided) {
         }
     }
     comm_world_setup(g->rank, n);
+    wan_rate_init();
     WANMPI_LOG(debug, "initialized: %d ranks, %d on this host, spin %lld us", n, job.local_ranks,
                (long long)spin);
     return MPI_SUCCESS;

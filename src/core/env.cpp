@@ -10,6 +10,7 @@
 #include "core/attr.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
+#include "core/wan_rate.hpp"
 
 namespace wanmpi::impl {
 using namespace wanmpi::core;
@@ -46,6 +47,7 @@ int Finalize() {
         std::lock_guard<std::recursive_mutex> lk(g_api_lock);
         // Attribute delete callbacks on SELF then WORLD run first, while MPI still works.
         int arc = attr_finalize();
+        wan_stats_report();  // collective, while MPI still works
         rc = engine_finalize();
         if (rc == MPI_SUCCESS) rc = arc;
         g_init_state = 2;

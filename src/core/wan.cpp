@@ -24,12 +24,15 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/clock.hpp"
 #include "base/log.hpp"
 #include "core/engine_impl.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/pacer.hpp"
 #include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::core {
@@ -100,6 +103,7 @@ struct Peer {
     };
     std::map<uint64_t, First> firsts;            // by srqid
     std::map<uint64_t, LongRecv> long_recvs;     // by drqid
+    wanlink::LinkCounters ctr;                   // WANMPI_WAN_STATS
 };
 
 // The engine header of a message that needs matching (EAGER, or the RTS of a long message):
@@ -163,6 +167,14 @@ public:
             list_.push_back(r);
         }
         rbuf_.resize(kStage);
+        // Pacing: the bucket's refill wakes a rank that sleeps with bytes held back.
+        tfd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (tfd_ >= 0) {
+            epoll_event tev{};
+            tev.events = EPOLLIN;
+            tev.data.u32 = UINT32_MAX - 1;
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, tfd_, &tev);
+        }
         // Work queued outside progress() (push_local) must wake a sleeping rank.
         evfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         epoll_event ev{};
@@ -195,7 +207,8 @@ public:
     void prepare_sleep() override {
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
-            bool want = p.alive && !p.wire.empty();
+            // Held back by the pacer: the timer wakes us, not the (writable) socket.
+            bool want = p.alive && !p.wire.empty() && !pace_wait_;
             if (want == p.want_out) continue;
             epoll_event ev{};
             ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
@@ -205,6 +218,67 @@ public:
         }
     }
     uint64_t max_inline() const override { return 16384; }
+
+    // A lower cap applies at once. A higher one (a rate-managed collective returning to the
+    // rank's own MATB) waits until what the kernel still holds unsent under the old caps has
+    // left at them: a collective's sends complete when their bytes are in the kernel, and
+    // raising the caps then would release that backlog as one burst at the end of every call.
+    void set_rate(uint64_t bytes_per_s, int flows) override {
+        const uint64_t cap = wanlink::Pacer::socket_cap(bytes_per_s, flows);
+        pending_ = false;
+        if (cap_ != 0 && (cap == 0 || cap > cap_)) {
+            int64_t wait_ns = 0;
+            for (int r : list_) {
+                const Peer& p = peers_[size_t(r)];
+                if (!p.alive) continue;
+                const int64_t unsent = wanlink::socket_unsent(p.fd);
+                if (unsent > 0) wait_ns = std::max(wait_ns, int64_t(1e9 * double(unsent) / double(cap_)));
+            }
+            if (wait_ns > 0) {
+                pending_ = true;
+                pend_rate_ = bytes_per_s;
+                pend_flows_ = flows;
+                pend_at_ = base::now_ns() + wait_ns;
+                arm_timer(wait_ns);
+                return;
+            }
+        }
+        apply_rate(bytes_per_s, flows);
+    }
+    void apply_rate(uint64_t bytes_per_s, int flows) {
+        const uint64_t cap = wanlink::Pacer::socket_cap(bytes_per_s, flows);
+        if (bytes_per_s == pacer_.rate() && cap == cap_) return;
+        if (bytes_per_s != pacer_.rate()) pacer_.set_rate(bytes_per_s, base::now_ns());
+        cap_ = cap;
+        flows_ = flows;
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            if (int e = wanlink::set_socket_pacing(p.fd, cap); e && !pacing_said_) {
+                pacing_said_ = true;
+                WANMPI_LOG(warn, "SO_MAX_PACING_RATE not applied (%s): only wanmpi's own "
+                                 "budget paces the WAN sockets", std::strerror(e));
+            }
+        }
+    }
+    uint64_t rate() const override { return pending_ ? pend_rate_ : pacer_.rate(); }
+    int flows() const override { return pending_ ? pend_flows_ : flows_; }
+    std::vector<wanlink::LinkStat> link_stats() const override {
+        std::vector<wanlink::LinkStat> v;
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            wanlink::LinkStat s;
+            s.rank = me_;
+            s.peer_rank = r;
+            s.peer_cluster = job_.procs[size_t(r)].client;
+            s.peer_host = job_.hosts[size_t(job_.procs[size_t(r)].host)].addr();
+            s.c = p.ctr;
+            s.tcp = wanlink::read_tcp_info(p.fd);
+            s.cc = p.fd >= 0 ? wanlink::socket_cc(p.fd) : "";
+            v.push_back(std::move(s));
+        }
+        return v;
+    }
     uint64_t max_frame() const override { return maxlen_; }
 
     void begin_fini() override {
@@ -297,6 +371,30 @@ private:
         }
         local_.push_back(std::move(l));
     }
+    // Bytes the pacer lets through now, of `want`; 0 arms the refill timer (progress or the
+    // sleeping engine comes back when it fires).
+    size_t paced(size_t want) {
+        if (!pacer_.limited()) return want;
+        int64_t now = base::now_ns();
+        size_t ok = pacer_.allow(want, now);
+        if (ok > 0) return ok;
+        pace_wait_ = true;
+        arm_timer(pacer_.wait_ns(want, now));
+        return 0;
+    }
+    // The timer wakes progress() (and a sleeping engine) in `ns`; an earlier expiry stays.
+    void arm_timer(int64_t ns) {
+        if (tfd_ < 0) return;
+        ns = std::max<int64_t>(ns, 20000);
+        itimerspec cur{};
+        timerfd_gettime(tfd_, &cur);
+        const int64_t left = int64_t(cur.it_value.tv_sec) * 1000000000 + cur.it_value.tv_nsec;
+        if (left > 0 && left <= ns) return;
+        itimerspec its{};
+        its.it_value.tv_sec = ns / 1000000000;
+        its.it_value.tv_nsec = ns % 1000000000;
+        timerfd_settime(tfd_, 0, &its, nullptr);
+    }
     void close_all() {
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
@@ -306,7 +404,8 @@ private:
         }
         if (epfd_ >= 0) ::close(epfd_);
         if (evfd_ >= 0) ::close(evfd_);
-        epfd_ = evfd_ = -1;
+        if (tfd_ >= 0) ::close(tfd_);
+        epfd_ = evfd_ = tfd_ = -1;
     }
     std::string peer_name(int r) const {
         const auto& pe = job_.procs[size_t(r)];
@@ -327,6 +426,17 @@ private:
     std::vector<Local> local_;
     int epfd_ = -1;
     int evfd_ = -1;
+    int tfd_ = -1;             // pacing refill timer
+    wanlink::Pacer pacer_;     // this rank's WAN budget (set_rate)
+    uint64_t cap_ = 0;         // each socket's SO_MAX_PACING_RATE (0 = unlimited)
+    int flows_ = 1;            // the budget's share count behind cap_
+    bool pending_ = false;     // a higher rate waits for the kernel's backlog (set_rate)
+    uint64_t pend_rate_ = 0;
+    int pend_flows_ = 1;
+    int64_t pend_at_ = 0;
+    bool pace_wait_ = false;   // some bytes wait for the pacer's refill
+    bool pacing_said_ = false;
+    size_t rr_ = 0;            // first peer served by the next progress(): the budget is shared
     std::vector<char> rbuf_;
     size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
 };
@@ -427,10 +537,20 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
     Out o;
     if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
     p.sent++;  // every translated frame is a counted packet
-    // Write what the socket takes now; keep a copy of the rest.
-    iovec iov[2] = {{o.hdr, sizeof o.hdr}, {const_cast<char*>(o.payload), size_t(o.len)}};
-    ssize_t n = ::writev(p.fd, iov, o.len ? 2 : 1);
+    // Write what the socket (and the pacer) takes now; keep a copy of the rest.
     uint64_t total = sizeof o.hdr + o.len;
+    size_t allowed = paced(size_t(total));
+    iovec iov[2] = {{o.hdr, sizeof o.hdr}, {const_cast<char*>(o.payload), size_t(o.len)}};
+    int niov = o.len ? 2 : 1;
+    if (allowed < total) {
+        if (allowed <= sizeof o.hdr) {
+            iov[0].iov_len = allowed;
+            niov = 1;
+        } else {
+            iov[1].iov_len = allowed - sizeof o.hdr;
+        }
+    }
+    ssize_t n = allowed ? ::writev(p.fd, iov, niov) : 0;
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             fail(p, "sending to " + peer_name(peer) + ": " + std::strerror(errno));
@@ -438,7 +558,12 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
         }
         n = 0;
     }
-    if (uint64_t(n) == total) return SendResult::done;
+    pacer_.consume(size_t(n));
+    p.ctr.bytes_sent += uint64_t(n);
+    if (uint64_t(n) == total) {
+        p.ctr.msgs_sent++;
+        return SendResult::done;
+    }
     o.off = uint64_t(n);
     if (o.len) {
         o.own.reset(new char[o.len]);
@@ -482,12 +607,29 @@ int Wan::write_some(Peer& p) {
             if (it->len > off) iov[n++] = {const_cast<char*>(it->payload) + off,
                                            size_t(it->len - off)};
         }
+        if (pacer_.limited()) {
+            size_t want = 0;
+            for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+            size_t ok = paced(want);
+            if (ok == 0) break;
+            for (int i = 0; i < n; ++i) {  // trim the vector to the budget
+                if (ok >= iov[i].iov_len) {
+                    ok -= iov[i].iov_len;
+                    continue;
+                }
+                iov[i].iov_len = ok;
+                n = ok ? i + 1 : i;
+                break;
+            }
+        }
         ssize_t w = ::writev(p.fd, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
             fail(p, "sending to " + peer_name(p.rank) + ": " + std::strerror(errno));
             break;
         }
+        pacer_.consume(size_t(w));
+        p.ctr.bytes_sent += uint64_t(w);
         uint64_t left = uint64_t(w);
         while (left > 0 || (!p.wire.empty() && p.wire.front().off ==
                                                    sizeof p.wire.front().hdr + p.wire.front().len)) {
@@ -499,6 +641,7 @@ int Wan::write_some(Peer& p) {
             if (o.off < sizeof o.hdr + o.len) break;
             if (o.op && o.op->on_complete) o.op->on_complete(o.op, true);
             p.wire.pop_front();
+            p.ctr.msgs_sent++;
             done++;
         }
     }
@@ -654,6 +797,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 ssize_t n = ::recv(p.fd, p.dst + p.got, size_t(std::min(p.elen - p.got, budget)),
                                    MSG_DONTWAIT);
                 if (n > 0) {
+                    p.ctr.bytes_recv += uint64_t(n);
                     p.got += uint64_t(n);
                     budget -= std::min<uint64_t>(budget, uint64_t(n));
                     if (p.got == p.pk.len) {
@@ -675,6 +819,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
             }
             rpos_ = 0;
             rend_ = size_t(n);
+            p.ctr.bytes_recv += uint64_t(n);
             budget -= std::min<uint64_t>(budget, uint64_t(n));
         }
         while (rpos_ < rend_ && p.alive) {
@@ -686,6 +831,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 if (p.hdr_got < sizeof p.hdr) break;
                 on_packet_header(p, sink);
                 if (!p.alive) break;
+                p.ctr.msgs_recv++;
                 p.in_payload = true;
                 if (!impi::packet_has_payload(p.pk.type) || p.pk.len == 0) {
                     on_packet_done(p, sink);
@@ -751,7 +897,21 @@ int Wan::progress(transport::RecvSink& sink) {
             n++;
         }
     }
-    for (int r : list_) {
+    if (pace_wait_ || pending_) {
+        uint64_t v;
+        ssize_t rd = ::read(tfd_, &v, sizeof v);  // clears a fired timer (or EAGAIN)
+        (void)rd;
+        pace_wait_ = false;
+        if (pending_ && base::now_ns() >= pend_at_) {
+            pending_ = false;
+            apply_rate(pend_rate_, pend_flows_);
+        }
+    }
+    // Round robin over the peers, so that a limited budget is shared, not taken by the first.
+    const size_t np = list_.size();
+    if (np) rr_ = (rr_ + 1) % np;
+    for (size_t i = 0; i < np; ++i) {
+        const int r = list_[(rr_ + i) % np];
         Peer& p = peers_[size_t(r)];
         if (!p.alive) {
             if (!p.failed_reported && !p.why.empty()) {

@@ -37,6 +37,7 @@
 #include "base/socket.hpp"
 #include "runtime/impi_tables.hpp"
 #include "transport/transport.hpp"
+#include "wanlink/tcp_stats.hpp"
 
 namespace wanmpi::core {
 
@@ -47,6 +48,19 @@ public:
     // gone). Connections close after that.
     virtual void begin_fini() = 0;
     virtual bool fini_done() const = 0;
+
+    // Pacing (issue 12, wanlink/pacer.hpp): this rank's send budget across the WAN in bytes/s
+    // on the wire, 0 = unlimited: a token bucket over all of its WAN sockets plus
+    // SO_MAX_PACING_RATE on each. core/wan_rate.cpp decides the value (WANMPI_WAN_RATE, the
+    // WANMPI_MATB attribute, rate-managed collectives).
+    // `flows`: how many of its WAN sockets send at once (each socket's kernel cap is the budget
+    // divided by it; wanlink::Pacer::socket_cap).
+    virtual void set_rate(uint64_t bytes_per_s, int flows) = 0;
+    virtual uint64_t rate() const = 0;
+    virtual int flows() const = 0;
+    // One record per connection: counters and the socket's TCP_INFO now (host names empty: the
+    // caller knows them). For WANMPI_WAN_STATS, before FINI closes the sockets.
+    virtual std::vector<wanlink::LinkStat> link_stats() const = 0;
 };
 
 // `conns[r]`: the connection to world rank r (every rank is an IMPI host: host rank == world

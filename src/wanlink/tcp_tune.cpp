@@ -1,51 +1,144 @@
 #include "wanlink/tcp_tune.hpp"
 
 #include <cerrno>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
+#include <cstring>
+#include <mutex>
 
 #include "base/log.hpp"
 #include "base/tunables.hpp"
-
-// Debian 12's headers predate the option (Linux 6.15, include/uapi/linux/tcp.h).
-#ifndef TCP_RTO_MIN_US
-#define TCP_RTO_MIN_US 45
-#endif
+#include "wanlink/sockopt.hpp"
 
 namespace wanmpi::wanlink {
 
+static base::Tunable<bool> t_adapt(
+    "WAN", "ADAPT", true,
+    "Adapt the connections between clusters to the WAN (issue 12): pace each rank to its share "
+    "of WANMPI_WAN_RATE, pace rate-managed collectives, bound the RTO (WANMPI_WAN_RTO_MIN_US, "
+    "_RTO_MAX_MS) and the delayed ACK (_DELACK_US). 0: all of these off at once, for "
+    "comparisons (an explicit WANMPI_WAN_CC still applies).",
+    base::Level::user);
+static base::Tunable<std::string> t_rate(
+    "WAN", "RATE", "",
+    "Bandwidth of this cluster's link to the other clusters, shared by its hosts, e.g. 200mbit, "
+    "1gbit, 25MBps (tc units, decimal; on the wire, headers included). Set, it turns pacing "
+    "on: each rank sends across the WAN at most at its share (the WANMPI_MATB attribute, "
+    "default the rate divided among the ranks of its host), and Alltoall(v/w) and Allgatherv "
+    "pace every rank to rate / number of concurrent WAN senders of its cluster. Empty: no "
+    "pacing, and the WANMPI_MAXRATE attribute is absent.",
+    base::Level::user);
 static base::Tunable<int64_t> t_rto_min(
     "WAN", "RTO_MIN_US", 0,
     "Floor of the TCP retransmission timeout on connections between clusters (and on both legs "
     "of impi-relay's), in microseconds; 0: the kernel's (route's) default, 200000 on Linux. "
     "Lower, the tail of an MPI burst lost at a full bottleneck queue is resent after about "
     "RTT + this instead of 200 ms; with many flows on a tiny queue it also adds spurious "
-    "retransmissions (docs/benchmarks.md, impi-relay trunking). Needs Linux >= 6.15 "
+    "retransmissions (docs/benchmarks.md, impi-relay trunking and pacing). Needs Linux >= 6.15 "
     "(TCP_RTO_MIN_US); older kernels keep their default. The kernel rounds to its tick.",
     base::Level::tuner);
+static base::Tunable<int64_t> t_rto_max(
+    "WAN", "RTO_MAX_MS", 1000,
+    "Ceiling of the TCP retransmission timeout between clusters, in ms (the kernel takes "
+    "1000..120000; 0: the kernel's default, 120 s). After an outage TCP probes at most this "
+    "far apart, so traffic resumes within about this long of the link's return instead of "
+    "after seconds of exponential backoff. Needs Linux >= 6.16 (TCP_RTO_MAX_MS).",
+    base::Level::tuner);
+static base::Tunable<int64_t> t_delack(
+    "WAN", "DELACK_US", 0,
+    "Longest delayed ACK on connections between clusters, in microseconds (0: the kernel's, "
+    "40-200 ms). Needs Linux >= 6.15 (TCP_DELACK_MAX_US).",
+    base::Level::tuner);
+static base::Tunable<std::string> t_cc(
+    "WAN", "CC", "system",
+    "Congestion control of the connections between clusters: system (the host's default, "
+    "net.ipv4.tcp_congestion_control), cubic, bbr, reno or any the kernel has. An unprivileged "
+    "process may choose only those in net.ipv4.tcp_allowed_congestion_control; a refused "
+    "choice is reported and the default stays. WANMPI_WAN_STATS shows what each connection "
+    "used.",
+    base::Level::user);
+static base::Tunable<int64_t> t_sockbuf(
+    "WAN", "SOCKBUF", 0,
+    "Send and receive buffer of each connection between clusters, in bytes (k/m suffixes); 0: "
+    "the kernel's autotuning (up to net.ipv4.tcp_wmem/tcp_rmem's maximum, which must hold the "
+    "path's bandwidth-delay product: wanmpi-tune checks it).",
+    base::Level::tuner);
+
+bool adapt_enabled() { return t_adapt.get(); }
+
+uint64_t wan_rate_Bps() {
+    static std::once_flag once;
+    static uint64_t rate = 0;
+    std::call_once(once, [] {
+        const std::string& s = t_rate.get();
+        if (s.empty()) return;
+        auto v = base::parse_rate_bps(s);
+        if (!v || *v < 8000) {
+            WANMPI_LOG(warn, "WANMPI_WAN_RATE='%s' is not a rate such as 200mbit or 1gbit (at "
+                             "least 8kbit); pacing stays off", s.c_str());
+            return;
+        }
+        rate = uint64_t(*v / 8);
+    });
+    return rate;
+}
 
 TcpTuning tcp_tuning_from_env() {
     TcpTuning t;
-    t.rto_min_us = t_rto_min.get();
+    if (t_adapt.get()) {
+        t.rto_min_us = t_rto_min.get();
+        t.rto_max_ms = t_rto_max.get();
+        t.delack_us = t_delack.get();
+    }
+    t.cc = t_cc.get() == "system" ? "" : t_cc.get();
+    t.sockbuf = t_sockbuf.get();
     return t;
 }
 
 std::string tune_socket(int fd, const TcpTuning& t) {
+    std::string err;
+    auto opt = [&](int level, int name, const char* what, const void* v, socklen_t len) {
+        if (setsockopt(fd, level, name, v, len) == 0) return;
+        int e = errno;
+        if (!err.empty()) err += "; ";
+        err += std::string(what) + ": " + base::errno_text(e);
+    };
+    auto clamp_int = [](int64_t v, int64_t lo, int64_t hi) {
+        return int(v < lo ? lo : v > hi ? hi : v);
+    };
+    if (!t.cc.empty()) opt(IPPROTO_TCP, TCP_CONGESTION, ("TCP_CONGESTION " + t.cc).c_str(),
+                           t.cc.data(), socklen_t(t.cc.size()));
     if (t.rto_min_us > 0) {
-        int v = int(t.rto_min_us > 200000 ? 200000 : t.rto_min_us);
-        if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &v, sizeof v) != 0) {
-            int e = errno;
-            static bool said = false;  // once per process: every socket would say the same
-            if (!said) {
-                said = true;
-                WANMPI_LOG(info, "TCP_RTO_MIN_US=%d not applied (%s): the kernel's minimum RTO "
-                                 "stays", v, base::errno_text(e).c_str());
-            }
-            return "TCP_RTO_MIN_US: " + base::errno_text(e);
-        }
+        int v = clamp_int(t.rto_min_us, 1, 200000);
+        opt(IPPROTO_TCP, TCP_RTO_MIN_US, "TCP_RTO_MIN_US", &v, sizeof v);
     }
-    return "";
+    if (t.rto_max_ms > 0) {
+        int v = clamp_int(t.rto_max_ms, 1000, 120000);
+        opt(IPPROTO_TCP, TCP_RTO_MAX_MS, "TCP_RTO_MAX_MS", &v, sizeof v);
+    }
+    if (t.delack_us > 0) {
+        int v = clamp_int(t.delack_us, 1, 200000);
+        opt(IPPROTO_TCP, TCP_DELACK_MAX_US, "TCP_DELACK_MAX_US", &v, sizeof v);
+    }
+    if (t.sockbuf > 0) {
+        int v = clamp_int(t.sockbuf, 4096, int64_t(1) << 30);
+        opt(SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", &v, sizeof v);
+        opt(SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", &v, sizeof v);
+    }
+    if (!err.empty()) {
+        static std::once_flag said;  // once per process: every socket would say the same
+        std::call_once(said, [&] {
+            WANMPI_LOG(info, "WAN socket settings not applied (%s): the kernel's defaults stay "
+                             "for those", err.c_str());
+        });
+    }
+    return err;
+}
+
+std::string socket_cc(int fd) {
+    char name[32] = {};
+    socklen_t len = sizeof name - 1;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+    name[len < sizeof name ? len : sizeof name - 1] = 0;
+    return name;
 }
 
 }  // namespace wanmpi::wanlink

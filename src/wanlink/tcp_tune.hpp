@@ -1,19 +1,27 @@
 // The inter-cluster link (DESIGN.md "The inter-cluster link"): everything wanmpi does to the byte
 // streams between hosts of different clusters lives in src/wanlink, MPI-agnostic, used by the
-// wan route in core and by impi-relay on both of its sides. Lanes, pacing, TLS, replay,
-// compression and TCP_INFO statistics belong here as they are built (issues 12-14).
+// wan route in core and by impi-relay on both of its sides:
+//   tcp_tune   - the TCP settings of an inter-cluster socket, and the WAN tunables they come from
+//   pacer      - a process's send budget over its WAN sockets (token bucket + kernel pacing)
+//   tcp_stats  - TCP_INFO of a socket, read cheaply, and a per-connection counter record
+// Lanes, TLS, replay and compression belong here too as they are built (issues 13-14).
 //
-// This file: the TCP settings of an inter-cluster socket. Today one: a floor on the
-// retransmission timeout (TCP_RTO_MIN_US, Linux >= 6.15). MPI's traffic between clusters is
-// bursty (an Alltoall's step fills the bottleneck queue at once); the tail of a burst lost at a
-// drop-tail queue is recovered only by a retransmission timeout, and Linux never lets one fire
-// before 200 ms. RTO stays srtt + max(4 rttvar, floor), so a long path keeps a long timeout.
-// Measured (docs/benchmarks.md, impi-relay trunking, 100 Mbit/s NIC queues): a 10 ms floor made
-// the FT-like kernel 1.2x faster through one relay but the IS-like one 1.35x slower (64 flows
-// on one 27-packet queue time out spuriously), so the default stays the kernel's until pacing
-// (issue 12) keeps such queues from overflowing; the knob is here for the sites that want it.
+// This file: the TCP settings. Every knob is its own tunable (docs/tuning.md says when to set
+// which); WANMPI_WAN_ADAPT=off turns the adaptive ones (pacing, RTO bounds, delayed ACK) off at
+// once for comparisons, while an explicit WANMPI_WAN_CC still applies.
 //
-// Threading: the functions are thread-safe; tcp_tuning_from_env() reads the tunables.
+// Why each exists (issue 12; numbers in docs/benchmarks.md "Pacing"):
+//   rto_min  - the tail of an MPI burst lost at a full bottleneck queue is recovered only by a
+//              retransmission timeout, and Linux never fires one before 200 ms. RTO stays
+//              srtt + max(4 rttvar, floor), so a long path keeps a long timeout.
+//   rto_max  - after an outage TCP backs off exponentially (up to 120 s between probes); a bound
+//              of 1 s (the kernel's least) resumes the flow within about a second of the link's
+//              return.
+//   delack   - the receiver's delayed ACK (40-200 ms) stalls the last window of a message.
+//   cc       - sites run cubic or bbr; wanmpi must do well under both and say which it used.
+//   sockbuf  - a fixed send/receive buffer (SO_SNDBUF/SO_RCVBUF) instead of autotuning.
+//
+// Threading: the functions are thread-safe; *_from_env() read the tunables (cached).
 #pragma once
 
 #include <cstdint>
@@ -22,13 +30,28 @@
 namespace wanmpi::wanlink {
 
 struct TcpTuning {
-    int64_t rto_min_us = 0;  // 0: the kernel's (route's) default
+    int64_t rto_min_us = 0;    // 0: the kernel's (route's) default
+    int64_t rto_max_ms = 0;    // 0: the kernel's default (120 s)
+    int64_t delack_us = 0;     // 0: the kernel's default
+    std::string cc;            // "": the system's default congestion control
+    int64_t sockbuf = 0;       // 0: autotuning
 };
-// WANMPI_WAN_RTO_MIN_US.
+// The tunables WANMPI_WAN_RTO_MIN_US, _RTO_MAX_MS, _DELACK_US, _CC, _SOCKBUF, with
+// WANMPI_WAN_ADAPT=off clearing all but cc and sockbuf.
 TcpTuning tcp_tuning_from_env();
-// Applies `t` to a TCP socket (before or after connect). Returns "" or what did not take
-// ("TCP_RTO_MIN_US: Protocol not available" on a kernel before 6.15): the socket keeps the
-// kernel's default then, which is always safe.
+// Applies `t` to a TCP socket (before or after connect). Returns "" or what did not take, e.g.
+// "TCP_RTO_MIN_US: Protocol not available" on a kernel before 6.15: the socket keeps the
+// kernel's default then, which is always safe. Logged once per process (level info).
 std::string tune_socket(int fd, const TcpTuning& t);
+
+// WANMPI_WAN_ADAPT (default on): pacing, rate-managed collectives, RTO bounds, delayed ACK.
+bool adapt_enabled();
+// WANMPI_WAN_RATE in bytes/s on the wire (headers included), 0 when not set: the inter-cluster
+// bandwidth shared by the sending hosts of this process's cluster. A malformed value is
+// reported once and treated as not set.
+uint64_t wan_rate_Bps();
+
+// The congestion control a socket uses (TCP_CONGESTION), e.g. "cubic"; "" if unknown.
+std::string socket_cc(int fd);
 
 }  // namespace wanmpi::wanlink

@@ -29,6 +29,21 @@ TEST(Tunables, ParseBoolDouble) {
     EXPECT_FALSE(parse_duration_us("3parsecs").has_value());
 }
 
+TEST(Tunables, ParseRate) {
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("200mbit"), 200e6);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("1Gbit/s"), 1e9);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("1.5gbit"), 1.5e9);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("800kbit"), 800e3);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("25MBps"), 200e6);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("25mbyte"), 200e6);
+    EXPECT_DOUBLE_EQ(*parse_rate_bps("64000"), 64000);
+    EXPECT_FALSE(parse_rate_bps("").has_value());
+    EXPECT_FALSE(parse_rate_bps("0mbit").has_value());
+    EXPECT_FALSE(parse_rate_bps("-5mbit").has_value());
+    EXPECT_FALSE(parse_rate_bps("fast").has_value());
+    EXPECT_FALSE(parse_rate_bps("10parsecs").has_value());
+}
+
 TEST(Tunables, EnvironmentAliasAndDefault) {
     setenv("WANMPI_TESTX_SIZE", "8k", 1);
     static Tunable<int64_t> t("TESTX", "SIZE", 5, "test knob");

@@ -6,9 +6,14 @@
   wan_test.py down WANEMU RUN              fixture clean-up: no process may be left in the
                                            run's namespaces; take it down; no namespace of it
                                            may remain
-  wan_test.py job  WANEMU RUN SITES [--expect pass|fail] [--regex RE] -- SITES-ARGS...
-                                           one job: `SITES --run RUN SITES-ARGS`, judged by its
+  wan_test.py job  WANEMU RUN SITES [--expect pass|fail] [--regex RE] [--stats CHECKS]
+                   -- SITES-ARGS...        one job: `SITES --run RUN SITES-ARGS`, judged by its
                                            exit status and output
+
+--stats CHECKS runs the job with WANMPI_WAN_STATS=<a temporary CSV> and checks what rank 0
+wrote there, read from the sockets themselves (TCP_INFO, getsockopt): CHECKS is a comma list of
+rows=N (connection ends), pacing=BPS (every row's pacing_bps within 0.5 %), cc=NAME (every
+row's congestion control) and traffic (every row moved bytes).
 
 A job passes with `--expect pass` when wanmpi-sites exits 0 and the output matches RE (default
 " No Errors"); with `--expect fail` when it exits non-zero (not by a timeout), every other cluster ended by
@@ -16,10 +21,12 @@ itself within wanmpi-sites' --grace after the first failure, and the output matc
 checks that itself and says "left running"), and the exit must not be wanmpi-sites' own
 set-up failure (125). Exit 77 (skip) without root.
 """
+import csv
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 
 def need_root():
@@ -84,14 +91,38 @@ def cmd_down(wanemu, run):
     return 0 if ok else 1
 
 
+def check_stats(path, checks):
+    """What is wrong with the WANMPI_WAN_STATS CSV at `path` against CHECKS, or None."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        return f"no statistics file: {e}"
+    for c in checks.split(","):
+        key, _, val = c.partition("=")
+        if key == "rows" and len(rows) != int(val):
+            return f"{len(rows)} statistics rows, expected {val}"
+        for r in rows:
+            end = f"rank {r['rank']} -> {r['peer_rank']}"
+            if key == "pacing" and abs(int(r["pacing_bps"]) - int(val)) > int(val) * 0.005:
+                return f"{end}: pacing {r['pacing_bps']} bit/s on the socket, expected {val}"
+            if key == "cc" and r["cc"] != val:
+                return f"{end}: congestion control {r['cc']!r}, expected {val!r}"
+            if key == "traffic" and int(r["bytes_sent"]) + int(r["bytes_recv"]) == 0:
+                return f"{end}: no bytes counted"
+    return None
+
+
 def cmd_job(wanemu, run, sites, rest):
     need_root()
-    expect, regex = "pass", None
+    expect, regex, stats = "pass", None, None
     while rest and rest[0] != "--":
         if rest[0] == "--expect":
             expect = rest[1]
         elif rest[0] == "--regex":
             regex = rest[1]
+        elif rest[0] == "--stats":
+            stats = rest[1]
         else:
             print(f"wan_test: unknown option {rest[0]}")
             return 2
@@ -103,6 +134,12 @@ def cmd_job(wanemu, run, sites, rest):
         print(f"wan_test: the sites (wanemu run {run}) are not up: the fixture test "
               "wan.sites.up must run first (ctest adds it unless -FS is given)")
         return 1
+    stats_file = None
+    if stats:
+        fd, stats_file = tempfile.mkstemp(prefix="wan_stats.", suffix=".csv")
+        os.close(fd)
+        os.unlink(stats_file)  # rank 0 creates it; absent = not written
+        args = ["-x", f"WANMPI_WAN_STATS={stats_file}", *args]
     cmd = [sys.executable, sites, "--run", run, *args]
     print("wan_test: running: " + " ".join(cmd), flush=True)
     env = dict(os.environ, WANEMU_RUN=run)
@@ -120,6 +157,8 @@ def cmd_job(wanemu, run, sites, rest):
             why = f"exit status {rc}, expected 0"
         elif regex and not re.search(regex, out):
             why = f"output does not match {regex!r}"
+        elif stats:
+            why = check_stats(stats_file, stats)
     else:
         if rc == 0:
             why = "exit status 0, expected the job to fail"
@@ -129,6 +168,10 @@ def cmd_job(wanemu, run, sites, rest):
             why = "after the failure the other clusters did not end by themselves"
         elif regex and not re.search(regex, out):
             why = f"the job failed (exit {rc}) but the output does not match {regex!r}"
+    if stats_file and os.path.exists(stats_file):
+        with open(stats_file) as f:
+            sys.stdout.write(f.read())
+        os.unlink(stats_file)
     if why:
         print(f"wan_test: FAIL: {why}")
         return 1

@@ -209,6 +209,7 @@ MPI_Aint predefined_value(int keyval, void* p) {
     case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
     case MPI_UNIVERSE_SIZE: case MPI_LASTUSEDCODE: case MPI_APPNUM:
     case MPI_CLIENT_SIZE: case MPI_CLIENT_COLOR: case MPI_HOST_SIZE: case MPI_HOST_COLOR:
+    case WANMPI_MAXRATE: case WANMPI_MATB:
     case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
         return *static_cast<int*>(p);
     case MPI_WIN_SIZE:
@@ -216,6 +217,15 @@ MPI_Aint predefined_value(int keyval, void* p) {
     default:
         return fortran_value(p);
     }
+}
+
+// WANMPI_MATB is the one predefined attribute a program sets; C takes a pointer to an int, so
+// Fortran's value (Kbytes/s) goes as one, not as a cell. Out-of-range values become -1, which
+// the C side refuses with MPI_ERR_ARG.
+bool is_rate_put(MPI_Fint keyval, MPI_Aint value, int* out) {
+    if (keyval != WANMPI_MATB) return false;
+    *out = value < 0 || value > INT32_MAX ? -1 : int(value);
+    return true;
 }
 
 template <typename Fn>
@@ -418,7 +428,10 @@ WF_PAIR(keyval_create, Keyval_create,
 #define WF_SET_ATTR(lname, uname)                                                               \
     static void wf_##lname(decltype(&PMPI_##uname) fn, MPI_Fint* obj, MPI_Fint* keyval,         \
                            MPI_Aint* value, MPI_Fint* ierr) {                                   \
-        *ierr = fn(*obj, *keyval, g_cells.make(*value));                                        \
+        if (int rate; is_rate_put(*keyval, *value, &rate))                                      \
+            *ierr = fn(*obj, *keyval, &rate);                                                   \
+        else                                                                                    \
+            *ierr = fn(*obj, *keyval, g_cells.make(*value));                                    \
     }                                                                                           \
     WF_PAIR(lname, uname, (MPI_Fint * obj, MPI_Fint * keyval, MPI_Aint * value, MPI_Fint * ierr), \
             WF_ARGS(obj, keyval, value, ierr))
@@ -462,7 +475,8 @@ WF_GET_ATTR(win_get_attr, Win_get_attr)
 WANMPI_F_HAND(MPI_Attr_put)
 static void wf_attr_put(decltype(&PMPI_Attr_put) fn, MPI_Fint* comm, MPI_Fint* keyval,
                         MPI_Fint* value, MPI_Fint* ierr) {
-    *ierr = fn(*comm, *keyval, g_cells.make(*value));
+    if (int rate; is_rate_put(*keyval, *value, &rate)) *ierr = fn(*comm, *keyval, &rate);
+    else *ierr = fn(*comm, *keyval, g_cells.make(*value));
 }
 WF_PAIR(attr_put, Attr_put, (MPI_Fint * comm, MPI_Fint* keyval, MPI_Fint* value, MPI_Fint* ierr),
         WF_ARGS(comm, keyval, value, ierr))

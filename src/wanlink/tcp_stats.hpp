@@ -1,0 +1,51 @@
+// Per-connection statistics of the inter-cluster link: what wanmpi counted (bytes and messages
+// each way) and what the kernel knows (TCP_INFO: retransmissions, timeouts, RTT, window,
+// delivery and pacing rate). TCP_INFO is one getsockopt, read when asked (at MPI_Finalize for
+// WANMPI_WAN_STATS), never per message; the counters are plain adds on the send/receive path.
+// The record is where MPI_T performance variables will read from (issue 15).
+//
+// Threading: read_tcp_info is thread-safe; a LinkCounters belongs to its connection's owner.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace wanmpi::wanlink {
+
+struct LinkCounters {
+    uint64_t bytes_sent = 0, bytes_recv = 0;  // everything written/read on the socket
+    uint64_t msgs_sent = 0, msgs_recv = 0;    // packets (IMPI: one per header)
+};
+
+struct TcpInfo {
+    bool ok = false;           // false: the socket is closed or TCP_INFO failed
+    uint32_t retrans = 0;      // tcpi_total_retrans: segments retransmitted, whole life
+    uint32_t rtos = 0;         // tcpi_total_rto (Linux >= 6.7): timeouts, whole life
+    bool has_rtos = false;     // the kernel reported tcpi_total_rto
+    uint32_t rtt_us = 0, rttvar_us = 0, min_rtt_us = 0;
+    uint32_t cwnd = 0, mss = 0;
+    uint64_t delivery_Bps = 0; // tcpi_delivery_rate, bytes/s (last sample)
+    uint64_t pacing_Bps = 0;   // tcpi_pacing_rate
+    uint64_t max_pacing_Bps = 0;  // tcpi_max_pacing_rate (SO_MAX_PACING_RATE; ~0 unlimited)
+    uint64_t bytes_retrans = 0;
+    uint32_t rto_us = 0;       // current RTO
+};
+
+TcpInfo read_tcp_info(int fd);
+
+// One CSV/table row's worth of a connection end, as WANMPI_WAN_STATS prints it.
+struct LinkStat {
+    int rank = -1, peer_rank = -1, peer_cluster = -1;
+    std::string host, peer_host, cc;
+    LinkCounters c;
+    TcpInfo tcp;
+};
+// The CSV header and one row, in the order of the header (bench/compare-pacing.sh reads them):
+// rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,msgs_recv,
+// retrans,rtos,rtt_us,delivery_bps,pacing_bps   (rates in bits/s; rtos empty when unknown)
+std::string csv_header();
+std::string csv_row(const LinkStat& s);
+// Parses csv_row's output back (rank 0 gathers rows as text). False on malformed input.
+bool parse_csv_row(const std::string& line, LinkStat* out);
+
+}  // namespace wanmpi::wanlink
