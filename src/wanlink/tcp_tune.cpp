@@ -1,5 +1,6 @@
 #include "wanlink/tcp_tune.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -41,6 +42,14 @@ static base::Tunable<int64_t> t_rto_max(
     "1000..120000; 0: the kernel's default, 120 s). After an outage TCP probes at most this "
     "far apart, so traffic resumes within about this long of the link's return instead of "
     "after seconds of exponential backoff. Needs Linux >= 6.16 (TCP_RTO_MAX_MS).",
+    base::Level::tuner);
+static base::Tunable<int64_t> t_timeout(
+    "WAN", "TIMEOUT_S", 900,
+    "How long a connection between clusters may leave data unacknowledged before it is "
+    "declared dead (TCP_USER_TIMEOUT), in seconds. Linux otherwise gives up after "
+    "tcp_retries2 (15) retransmissions: about 15 minutes with its own RTO backoff, but only "
+    "about 15 s once WANMPI_WAN_RTO_MAX_MS caps the backoff at 1 s; 900 keeps the kernel's "
+    "patience. 0: the kernel's retry count.",
     base::Level::tuner);
 static base::Tunable<int64_t> t_delack(
     "WAN", "DELACK_US", 0,
@@ -87,6 +96,7 @@ TcpTuning tcp_tuning_from_env() {
         t.rto_min_us = t_rto_min.get();
         t.rto_max_ms = t_rto_max.get();
         t.delack_us = t_delack.get();
+        t.timeout_s = t_timeout.get();
     }
     t.cc = t_cc.get() == "system" ? "" : t_cc.get();
     t.sockbuf = t_sockbuf.get();
@@ -113,6 +123,10 @@ std::string tune_socket(int fd, const TcpTuning& t) {
     if (t.rto_max_ms > 0) {
         int v = clamp_int(t.rto_max_ms, 1000, 120000);
         opt(IPPROTO_TCP, TCP_RTO_MAX_MS, "TCP_RTO_MAX_MS", &v, sizeof v);
+    }
+    if (t.timeout_s > 0) {
+        unsigned v = unsigned(std::min<int64_t>(t.timeout_s, 86400) * 1000);
+        opt(IPPROTO_TCP, TCP_USER_TIMEOUT, "TCP_USER_TIMEOUT", &v, sizeof v);
     }
     if (t.delack_us > 0) {
         int v = clamp_int(t.delack_us, 1, 200000);

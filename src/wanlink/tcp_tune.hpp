@@ -17,6 +17,8 @@
 //   rto_max  - after an outage TCP backs off exponentially (up to 120 s between probes); a bound
 //              of 1 s (the kernel's least) resumes the flow within about a second of the link's
 //              return.
+//   timeout  - with the RTO capped, tcp_retries2 (15 retransmissions) would drop a connection
+//              after ~15 s of outage instead of ~15 min: TCP_USER_TIMEOUT keeps the patience.
 //   delack   - the receiver's delayed ACK (40-200 ms) stalls the last window of a message.
 //   cc       - sites run cubic or bbr; wanmpi must do well under both and say which it used.
 //   sockbuf  - a fixed send/receive buffer (SO_SNDBUF/SO_RCVBUF) instead of autotuning.
@@ -33,10 +35,11 @@ struct TcpTuning {
     int64_t rto_min_us = 0;    // 0: the kernel's (route's) default
     int64_t rto_max_ms = 0;    // 0: the kernel's default (120 s)
     int64_t delack_us = 0;     // 0: the kernel's default
+    int64_t timeout_s = 0;     // TCP_USER_TIMEOUT; 0: the kernel's (tcp_retries2)
     std::string cc;            // "": the system's default congestion control
     int64_t sockbuf = 0;       // 0: autotuning
 };
-// The tunables WANMPI_WAN_RTO_MIN_US, _RTO_MAX_MS, _DELACK_US, _CC, _SOCKBUF, with
+// The tunables WANMPI_WAN_RTO_MIN_US, _RTO_MAX_MS, _TIMEOUT_S, _DELACK_US, _CC, _SOCKBUF, with
 // WANMPI_WAN_ADAPT=off clearing all but cc and sockbuf.
 TcpTuning tcp_tuning_from_env();
 // Applies `t` to a TCP socket (before or after connect). Returns "" or what did not take, e.g.
