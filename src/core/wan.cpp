@@ -389,11 +389,12 @@ private:
         itimerspec cur{};
         timerfd_gettime(tfd_, &cur);
         const int64_t left = int64_t(cur.it_value.tv_sec) * 1000000000 + cur.it_value.tv_nsec;
-        if (left > 0 && left <= ns) return;
+        if (timer_armed_ && left > 0 && left <= ns) return;
         itimerspec its{};
         its.it_value.tv_sec = ns / 1000000000;
         its.it_value.tv_nsec = ns % 1000000000;
         timerfd_settime(tfd_, 0, &its, nullptr);
+        timer_armed_ = true;
     }
     void close_all() {
         for (int r : list_) {
@@ -435,6 +436,7 @@ private:
     int pend_flows_ = 1;
     int64_t pend_at_ = 0;
     bool pace_wait_ = false;   // some bytes wait for the pacer's refill
+    bool timer_armed_ = false; // tfd_ set and not yet read after firing
     bool pacing_said_ = false;
     size_t rr_ = 0;            // first peer served by the next progress(): the budget is shared
     std::vector<char> rbuf_;
@@ -897,14 +899,20 @@ int Wan::progress(transport::RecvSink& sink) {
             n++;
         }
     }
-    if (pace_wait_ || pending_) {
+    if (timer_armed_) {
+        // A fired timer must be read, or the epoll set stays readable and the rank never
+        // sleeps again; one that has not fired yet stays armed.
         uint64_t v;
-        ssize_t rd = ::read(tfd_, &v, sizeof v);  // clears a fired timer (or EAGAIN)
-        (void)rd;
+        if (::read(tfd_, &v, sizeof v) > 0) timer_armed_ = false;
         pace_wait_ = false;
-        if (pending_ && base::now_ns() >= pend_at_) {
+    }
+    if (pending_) {
+        const int64_t now = base::now_ns();
+        if (now >= pend_at_) {
             pending_ = false;
             apply_rate(pend_rate_, pend_flows_);
+        } else if (!timer_armed_) {
+            arm_timer(pend_at_ - now);
         }
     }
     // Round robin over the peers, so that a limited budget is shared, not taken by the first.
