@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -65,10 +66,12 @@ static base::Tunable<std::string> t_cc(
     "used.",
     base::Level::user);
 static base::Tunable<int64_t> t_sockbuf(
-    "WAN", "SOCKBUF", 0,
-    "Send and receive buffer of each connection between clusters, in bytes (k/m suffixes); 0: "
-    "the kernel's autotuning (up to net.ipv4.tcp_wmem/tcp_rmem's maximum, which must hold the "
-    "path's bandwidth-delay product: wanmpi-tune checks it).",
+    "WAN", "SOCKBUF", -1,
+    "Send and receive buffer of each connection between clusters, in bytes (k/m suffixes). 0: "
+    "the kernel's autotuning, up to net.ipv4.tcp_wmem/tcp_rmem's maximum. -1 (auto): "
+    "autotuning, unless WANMPI_WAN_RATE is set and twice the path's bandwidth-delay product "
+    "(rate x the connection's RTT) exceeds that maximum; then that size (SO_SNDBUFFORCE as "
+    "root, else bounded by net.core.wmem_max/rmem_max: wanmpi-tune checks them).",
     base::Level::tuner);
 
 bool adapt_enabled() { return t_adapt.get(); }
@@ -103,6 +106,37 @@ TcpTuning tcp_tuning_from_env() {
     return t;
 }
 
+namespace {
+// The third field of /proc/sys/net/ipv4/tcp_{w,r}mem: how far autotuning grows a buffer.
+int64_t autotune_max(const char* which) {
+    std::FILE* f = std::fopen(which, "r");
+    if (!f) return 0;
+    long long lo = 0, def = 0, hi = 0;
+    int n = std::fscanf(f, "%lld %lld %lld", &lo, &def, &hi);
+    std::fclose(f);
+    return n == 3 ? hi : 0;
+}
+}  // namespace
+
+int64_t bdp_buffer(int fd) {
+    const uint64_t rate = wan_rate_Bps();
+    if (!rate || fd < 0) return 0;
+    struct tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_rtt == 0) return 0;
+    const int64_t want = int64_t(2.0 * double(rate) * ti.tcpi_rtt * 1e-6);
+    const int64_t have = std::min(autotune_max("/proc/sys/net/ipv4/tcp_wmem"),
+                                  autotune_max("/proc/sys/net/ipv4/tcp_rmem"));
+    if (have <= 0 || want <= have) return 0;  // autotuning reaches it
+    static std::once_flag said;
+    std::call_once(said, [&] {
+        WANMPI_LOG(info, "WAN sockets: 2 x BDP = %lld bytes (WANMPI_WAN_RATE x RTT %u us) is "
+                         "above autotuning's maximum %lld (net.ipv4.tcp_wmem/rmem): buffers set "
+                         "to it", (long long)want, ti.tcpi_rtt, (long long)have);
+    });
+    return want;
+}
+
 std::string tune_socket(int fd, const TcpTuning& t) {
     std::string err;
     auto opt = [&](int level, int name, const char* what, const void* v, socklen_t len) {
@@ -132,10 +166,15 @@ std::string tune_socket(int fd, const TcpTuning& t) {
         int v = clamp_int(t.delack_us, 1, 200000);
         opt(IPPROTO_TCP, TCP_DELACK_MAX_US, "TCP_DELACK_MAX_US", &v, sizeof v);
     }
-    if (t.sockbuf > 0) {
-        int v = clamp_int(t.sockbuf, 4096, int64_t(1) << 30);
-        opt(SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", &v, sizeof v);
-        opt(SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", &v, sizeof v);
+    int64_t buf = t.sockbuf;
+    if (buf < 0) buf = bdp_buffer(fd);
+    if (buf > 0) {
+        int v = clamp_int(buf, 4096, int64_t(1) << 30);
+        // Root may exceed net.core.wmem_max/rmem_max; anyone else gets at most those.
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) != 0)
+            opt(SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", &v, sizeof v);
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) != 0)
+            opt(SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", &v, sizeof v);
     }
     if (!err.empty()) {
         static std::once_flag said;  // once per process: every socket would say the same

@@ -37,7 +37,7 @@ struct TcpTuning {
     int64_t delack_us = 0;     // 0: the kernel's default
     int64_t timeout_s = 0;     // TCP_USER_TIMEOUT; 0: the kernel's (tcp_retries2)
     std::string cc;            // "": the system's default congestion control
-    int64_t sockbuf = 0;       // 0: autotuning
+    int64_t sockbuf = 0;       // 0: autotuning; -1: bdp_buffer()
 };
 // The tunables WANMPI_WAN_RTO_MIN_US, _RTO_MAX_MS, _TIMEOUT_S, _DELACK_US, _CC, _SOCKBUF, with
 // WANMPI_WAN_ADAPT=off clearing all but cc and sockbuf.
@@ -53,6 +53,10 @@ bool adapt_enabled();
 // bandwidth shared by the sending hosts of this process's cluster. A malformed value is
 // reported once and treated as not set.
 uint64_t wan_rate_Bps();
+
+// For a connected socket: 2 x WANMPI_WAN_RATE x its RTT when that exceeds what autotuning may
+// grow its buffers to (tcp_wmem/tcp_rmem maximum), else 0 (leave autotuning on).
+int64_t bdp_buffer(int fd);
 
 // The congestion control a socket uses (TCP_CONGESTION), e.g. "cubic"; "" if unknown.
 std::string socket_cc(int fd);
