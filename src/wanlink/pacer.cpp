@@ -32,7 +32,8 @@ void Pacer::refill(int64_t now_ns) {
 size_t Pacer::allow(size_t want, int64_t now_ns) {
     if (!rate_) return want;
     refill(now_ns);
-    return tokens_ < 1 ? 0 : std::min(want, size_t(tokens_));
+    if (tokens_ < double(std::min(want, kQuantum))) return 0;
+    return std::min(want, size_t(tokens_));
 }
 
 void Pacer::consume(size_t n) {

@@ -39,8 +39,13 @@ public:
     uint64_t rate() const { return rate_; }
     bool limited() const { return rate_ != 0; }
     size_t depth() const { return depth_; }
-    // How many of `want` bytes may be handed to the kernel now (all of them when unlimited).
+    // How many of `want` bytes may be handed to the kernel now (all of them when unlimited):
+    // 0 until min(want, kQuantum) tokens have gathered, so writes are not dribbled out a few
+    // bytes per wake-up.
     size_t allow(size_t want, int64_t now_ns);
+    // Whether a write of kQuantum bytes would be allowed now.
+    bool ready(int64_t now_ns) { return allow(kQuantum, now_ns) > 0; }
+    static constexpr size_t kQuantum = 8192;
     // `n` bytes were written (n <= the last allow()).
     void consume(size_t n);
     // Nanoseconds from now until at least min(want, depth) bytes are allowed (0: now).
