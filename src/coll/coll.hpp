@@ -76,11 +76,12 @@ struct Module {
     Module* next = nullptr;              // lower-priority module (fallback)
     void (*destroy)(Module* m) = nullptr;
     // Rate-managed collectives (core/wan_rate.hpp): how many ranks of the caller's cluster send
-    // across the WAN at once in the blocking collective `a` (returned; 0: not managed), and to
-    // how many remote ranks the caller sends at once (*flows). Only a module that knows the
-    // cluster layout (coll/impi.cpp) answers; the first one in the chain that has the hook
-    // decides, for whichever module then builds the call.
-    int (*wan_senders)(Module* m, const Args& a, int* flows) = nullptr;
+    // across the WAN at once in the blocking collective `a` (returned; 0: not managed), to how
+    // many remote ranks the caller sends at once (*flows), and the caller's index among its
+    // cluster's senders (*index). Only a module that knows the cluster layout (coll/impi.cpp)
+    // answers; the first one in the chain that has the hook decides, for whichever module
+    // then builds the call.
+    int (*wan_senders)(Module* m, const Args& a, int* flows, int* index) = nullptr;
 };
 
 struct Component {

@@ -797,12 +797,13 @@ base::Tunable<int64_t> t_paced_min(
     "link (rate / concurrent WAN senders of its cluster) for the call; smaller calls are left "
     "alone. -1: never.", base::Level::tuner, nullptr, true);
 
-int impi_wan_senders(Module* mod, const Args& a, int* flows) {
+int impi_wan_senders(Module* mod, const Args& a, int* flows, int* index) {
     const Topo& t = static_cast<ImpiModule*>(mod)->t;
     const int64_t kManagedMin = t_paced_min.get();
     if (t.nm < 2 || kManagedMin < 0) return 0;
     const int nl = int(t.mine().size());
     *flows = t.n - nl;  // direct exchanges: every remote rank at once
+    *index = t.lidx[size_t(t.me)];
     int64_t bytes = 0;
     switch (a.kind) {
     case Kind::allgather:
@@ -811,6 +812,7 @@ int impi_wan_senders(Module* mod, const Args& a, int* flows) {
         if (bytes < kManagedMin) return 0;
         if (a.kind == Kind::allgather || a.rcount * a.rt.size < t.xsize) {
             *flows = t.nm - 1;  // master to masters
+            *index = 0;
             return 1;
         }
         return nl;

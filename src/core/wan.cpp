@@ -104,6 +104,7 @@ struct Peer {
     std::map<uint64_t, First> firsts;            // by srqid
     std::map<uint64_t, LongRecv> long_recvs;     // by drqid
     wanlink::LinkCounters ctr;                   // WANMPI_WAN_STATS
+    int64_t hold_until = 0;                      // no writes before (stagger)
 };
 
 // The engine header of a message that needs matching (EAGER, or the RTS of a long message):
@@ -221,7 +222,7 @@ public:
         }
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
-            bool want = p.alive && !p.wire.empty() && !throttled;
+            bool want = p.alive && !p.wire.empty() && !throttled && !held_back(p);
             if (want == p.want_out) continue;
             epoll_event ev{};
             ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
@@ -282,6 +283,16 @@ public:
         }
     }
     uint64_t rate() const override { return pending_ ? pend_rate_ : rate_; }
+    void stagger(int64_t first_ns, int64_t stride_ns) override {
+        const int64_t now = base::now_ns();
+        int64_t k = 0;
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            const int64_t at = first_ns + k++ * stride_ns;
+            p.hold_until = at > 0 ? now + at : 0;
+        }
+    }
     int flows() const override { return pending_ ? pend_flows_ : flows_; }
     std::vector<wanlink::LinkStat> link_stats() const override {
         std::vector<wanlink::LinkStat> v;
@@ -357,9 +368,19 @@ private:
         }
     }
     bool can_send_now(const Peer& p) const {
-        return p.alive && p.wire.empty() && p.held.empty() && p.sent < hiwater_;
+        return p.alive && p.wire.empty() && p.held.empty() && p.sent < hiwater_ &&
+               (!p.hold_until || !held_back(p));
+    }
+    // A staggered start not reached yet (arms the timer for it).
+    bool held_back(const Peer& p) const {
+        if (!p.hold_until) return false;
+        const int64_t now = base::now_ns();
+        if (now >= p.hold_until) return false;
+        const_cast<Wan*>(this)->arm_timer(p.hold_until - now);
+        return true;
     }
     int write_some(Peer& p);
+    void share_caps();
     int read_some(Peer& p, transport::RecvSink& sink);
     void on_packet_header(Peer& p, transport::RecvSink& sink);
     void on_packet_done(Peer& p, transport::RecvSink& sink);
@@ -450,7 +471,8 @@ private:
     wanlink::Pacer pacer_;     // this rank's WAN budget (set_rate)
     uint64_t rate_ = 0;        // the budget (set_rate), bytes/s on the wire; 0 = unlimited
     uint64_t cap_ = 0;         // each socket's SO_MAX_PACING_RATE (0 = unlimited)
-    int flows_ = 1;            // the budget's share count behind cap_
+    int flows_ = 1;            // sockets the budget is split among (set_rate)
+    int64_t shared_at_ = 0;    // last share_caps() pass
     bool pending_ = false;     // a higher rate waits for the kernel's backlog (set_rate)
     uint64_t pend_rate_ = 0;
     int pend_flows_ = 1;
@@ -614,6 +636,10 @@ void Wan::post_send(int peer, SendOp* op) {
 
 int Wan::write_some(Peer& p) {
     int done = 0;
+    if (p.hold_until) {
+        if (held_back(p)) return 0;
+        p.hold_until = 0;
+    }
     while (p.alive && !p.wire.empty()) {
         iovec iov[32];
         int n = 0;
@@ -954,7 +980,33 @@ int Wan::progress(transport::RecvSink& sink) {
             sink.on_peer_failed(r, p.why);
         }
     }
+    if (flows_ > 1 && !pending_) share_caps();
     return n;
+}
+
+// In a rate-managed call the rank's budget is split among the `flows_` sockets it sends on. A
+// socket whose data has all left (nothing queued here, nothing unsent in the kernel) gives its
+// share to those still sending: an Alltoallv's small blocks finish early, and without this the
+// rank's long ones would go on at a fraction of its budget while the link idles. The caps of
+// the busy sockets still sum to the budget, so the cluster stays within the link. Checked at
+// most every millisecond (one ioctl per idle socket).
+void Wan::share_caps() {
+    const int64_t now = base::now_ns();
+    if (now - shared_at_ < 1000000) return;
+    shared_at_ = now;
+    int busy = 0;
+    for (int r : list_) {
+        const Peer& p = peers_[size_t(r)];
+        if (p.alive && (!p.wire.empty() || !p.held.empty() || wanlink::socket_unsent(p.fd) > 0))
+            ++busy;
+    }
+    const uint64_t cap = wanlink::Pacer::socket_cap(rate_, std::clamp(busy, 1, flows_));
+    if (cap == cap_) return;
+    cap_ = cap;
+    for (int r : list_) {
+        const Peer& p = peers_[size_t(r)];
+        if (p.alive) wanlink::set_socket_pacing(p.fd, cap);
+    }
 }
 
 }  // namespace

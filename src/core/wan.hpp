@@ -57,6 +57,9 @@ public:
     // divided by it; wanlink::Pacer::socket_cap).
     virtual void set_rate(uint64_t bytes_per_s, int flows) = 0;
     virtual uint64_t rate() const = 0;
+    // The k-th socket (in the order of the peers) may not start writing before now + first +
+    // k x stride (spreading the unpaced first packets of many flows; see WanPhase).
+    virtual void stagger(int64_t first_ns, int64_t stride_ns) = 0;
     virtual int flows() const = 0;
     // One record per connection: counters and the socket's TCP_INFO now (host names empty: the
     // caller knows them). For WANMPI_WAN_STATS, before FINI closes the sockets.

@@ -89,7 +89,7 @@ int wan_set_matb_kBps(long v) {
     return MPI_SUCCESS;
 }
 
-WanPhase::WanPhase(int senders, int flows) {
+WanPhase::WanPhase(int senders, int flows, int index) {
     if (senders <= 0 || !multi_cluster() || !wanlink::adapt_enabled()) return;
     const uint64_t rate = rate_Bps();
     if (!rate) return;
@@ -97,6 +97,15 @@ WanPhase::WanPhase(int senders, int flows) {
     saved_ = g->wan->rate();
     saved_flows_ = g->wan->flows();
     g->wan->set_rate(rate / uint64_t(senders), flows);
+    // Every flow's first packets leave unpaced (TCP sends at least two segments at once, and
+    // nothing is paced before a connection's tenth), so S senders x F flows starting together
+    // put 2SF packets into the bottleneck queue at once: 32 into a 20-packet queue at 4 x 4.
+    // Slots of two full packets at the link rate, one per flow, in cluster-wide order: at most
+    // S x F x 24 us at 1 Gbit/s before the last flow may start.
+    if (flows > 1 || senders > 1) {
+        const int64_t slot = int64_t(2 * 1500 * 1e9 / double(rate));
+        g->wan->stagger(int64_t(index) * slot, int64_t(senders) * slot);
+    }
 }
 
 WanPhase::~WanPhase() {

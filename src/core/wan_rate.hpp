@@ -32,10 +32,11 @@ int wan_set_matb_kBps(long v);
 // A rate-managed collective: for its duration this rank's limit is MAXRATE / senders, where
 // senders = ranks of its cluster sending across the WAN at once, spread over `flows` sockets
 // (the remote ranks it sends to at once). A no-op when MAXRATE is unknown, adaptation is off,
-// senders <= 0, or the job has one cluster.
+// senders <= 0, or the job has one cluster. `index` (0..senders-1, the rank's place among its
+// cluster's senders) staggers the first packets of the call's flows (WanTransport::stagger).
 class WanPhase {
 public:
-    WanPhase(int senders, int flows);
+    WanPhase(int senders, int flows, int index = 0);
     ~WanPhase();
     WanPhase(const WanPhase&) = delete;
     WanPhase& operator=(const WanPhase&) = delete;
