@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "bench_common.h"
+#include "bench_wan.h"
 
 static int rank, size;
 static int *cluster_of; /* per world rank, -1 if unknown */
@@ -60,27 +61,6 @@ static double common_start(MPI_Comm comm)
     return t;
 }
 
-/* Cluster of every rank from its processor name (wanemu: c<I>h<J>). */
-static void find_clusters(void)
-{
-    char name[MPI_MAX_PROCESSOR_NAME + 1] = {0};
-    int len = 0, me = -1, c, h;
-    MPI_Get_processor_name(name, &len);
-    if (sscanf(name, "c%dh%d", &c, &h) == 2) me = c;
-    cluster_of = malloc(sizeof(int) * (size_t)size);
-    MPI_Allgather(&me, 1, MPI_INT, cluster_of, 1, MPI_INT, MPI_COMM_WORLD);
-}
-
-static int default_peer(void)
-{
-    int last = -1, peer = -1;
-    for (int r = 0; r < size; ++r)
-        if (cluster_of[r] < 0) return size / 2;
-        else if (cluster_of[r] > last) last = cluster_of[r];
-    for (int r = 0; r < size && peer < 0; ++r)
-        if (cluster_of[r] == last) peer = r;
-    return peer > 0 ? peer : size / 2;
-}
 
 static int wan(int a, int b)
 {
@@ -125,14 +105,11 @@ int main(int argc, char **argv)
         else continue;
         ++i;
     }
-    if (size < 2) {
-        if (rank == 0) fprintf(stderr, "relay_kernels: needs at least 2 ranks\n");
+    cluster_of = bench_wan_setup("relay_kernels", rank, size, &me, &peer);
+    if (!cluster_of) {
         MPI_Finalize();
         return 1;
     }
-    find_clusters();
-    if (me < 0 || me >= size) me = 0;
-    if (peer < 0 || peer >= size || peer == me) peer = default_peer();
 
     if (bench_wanted(list, "lat")) {
         char b = 0;
