@@ -5,7 +5,8 @@
 #
 #   sudo bench/compare-pacing.sh [--rate 100mbit] [--delay 10ms] [--queue-pkts 20] [--hosts 4]
 #                                [--nic 1gbit|off] [--cc "cubic bbr"] [--runs N] [--quick]
-#                                [--only coll,single,outage,phase] [--no-openmpi] [--plot PNG]
+#                                [--only coll,single,outage,phase] [--outage-msg 256K]
+#                                [--no-openmpi] [--plot PNG]
 #                                [--keep] [--build DIR]
 #
 #   --rate/--delay  the link between the two clusters (default 100 Mbit/s, 10 ms one way)
@@ -19,6 +20,9 @@
 #                   1 with --quick); single: one job per mode, median of its 3 transfers
 #   --quick         smaller sizes, 1 run (~4-5 min): checks the set-up, the numbers mean little
 #   --only LIST     sections to run (default all): coll, single, outage, phase
+#   --outage-msg S  message size of the outage stream (default 256K; the first receipt after the
+#                   link's return needs the whole lost window resent: 16K measures when bytes
+#                   flow again rather than when a large message completes)
 #   --no-openmpi    skip Open MPI (needs mpicc.openmpi / mpirun.openmpi)
 #   --plot PNG      write the wanemu traffic plot of one collective, unpaced then paced (first cc,
 #                   run 1; a2a 256 KiB/pair if measured), e.g. docs/img/pacing.png
@@ -58,7 +62,7 @@
 #           every mode, Open MPI included.
 #   single  1 rank per cluster (c0h0 -> c1h0): 3 x one 64 MiB MPI_Send; goodput = bytes / time
 #           (median) against the link rate; a plain TCP flow (wanemu-bulk, 5 s) as reference.
-#   outage  c0h0 streams 256 KiB messages to c1h0 (16 in flight) for 16 s; 3 s in, the script
+#   outage  c0h0 streams --outage-msg (256 KiB) messages to c1h0 (16 in flight) for 16 s; 3 s in, the script
 #           runs `wanemu set c0-c1 loss=100%,for=8s`. recovery = largest gap between consecutive
 #           receipts - 8 s (receipts timestamped with CLOCK_MONOTONIC, the clock of every
 #           namespace); "after return" = first receipt after the link's return - (the moment of
@@ -94,6 +98,7 @@ CCS="cubic bbr"
 RUNS=
 QUICK=0
 ONLY=coll,single,outage,phase
+OUT_MSG=256K
 OMPI=1
 PLOT=
 KEEP=0
@@ -108,6 +113,7 @@ while [ $# -gt 0 ]; do
         --runs) RUNS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
+        --outage-msg) OUT_MSG=$2; shift 2 ;;
         --no-openmpi) OMPI=0; shift ;;
         --plot) PLOT=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
@@ -126,6 +132,8 @@ done
 case $HOSTS in ''|*[!0-9]*|0) echo "compare-pacing.sh: --hosts must be 1 or more" >&2; exit 2 ;; esac
 case $RUNS in ''|*[!0-9]*|0) echo "compare-pacing.sh: --runs must be 1 or more" >&2; exit 2 ;; esac
 case $QPKTS in ''|*[!0-9]*|0) echo "compare-pacing.sh: --queue-pkts must be 1 or more" >&2; exit 2 ;; esac
+case $OUT_MSG in [1-9]*K|[1-9]*M|[1-9]*) case ${OUT_MSG%[KM]} in *[!0-9]*) OUT_MSG=bad ;; esac ;; *) OUT_MSG=bad ;; esac
+[ "$OUT_MSG" != bad ] || { echo "compare-pacing.sh: --outage-msg: a size such as 16K or 256K" >&2; exit 2; }
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; esac; return 1; }
 BENCH_NAME=compare-pacing.sh
 . "$ROOT/bench/wan_lib.sh"
@@ -301,6 +309,7 @@ else
     T_COLL=1500
 fi
 OUTAGE=8
+bytes_of() { case $1 in *K) echo $(( ${1%K} * 1024 )) ;; *M) echo $(( ${1%M} * 1048576 )) ;; *) echo "$1" ;; esac; }
 MODES="unpaced paced"
 [ $OMPI = 1 ] && MODES="$MODES openmpi"
 
@@ -457,7 +466,7 @@ for cc in $CCS; do
         for r in $(seq 1 "$RUNS"); do
             for m in $MODES; do
                 say "outage: cc $cc, run $r of $RUNS, $m"
-                job "outage.$cc.$m.$r" "$cc" "$m" 1 $((OUT_SECS + 50)) "stream:256K:$OUT_SECS" outage_hook
+                job "outage.$cc.$m.$r" "$cc" "$m" 1 $((OUT_SECS + 50)) "stream:$OUT_MSG:$OUT_SECS" outage_hook
                 wait "${BGPIDS[@]}" 2>/dev/null
                 BGPIDS=()
             done
@@ -603,7 +612,7 @@ fi
 
 if want outage; then
     echo
-    echo "Outage: c0h0 streams 256 KiB messages to c1h0; ${OUT_LEAD} s in, the link drops every packet for ${OUTAGE} s"
+    echo "Outage: c0h0 streams $OUT_MSG messages to c1h0; ${OUT_LEAD} s in, the link drops every packet for ${OUTAGE} s"
     echo "  recovery = largest gap between receipts - ${OUTAGE} s; after return = first receipt after the"
     echo "  link's return (set + ${OUTAGE} s) - that moment; stopped = last receipt before that gap - the set"
     echo "  (about 0: the gap is the outage); per run r1/r2/..; retr/RTOs over the whole stream; * = the job"
@@ -630,7 +639,7 @@ if want outage; then
                 "$TMP/$id.out" 2>/dev/null)
             recs+=("${1:-n/a}"); afts+=("${2:-n/a}"); stops+=("${3:-n/a}")
             echo "outage $cc $m $r ${1:-n/a}" >>"$RES.outage"
-            w=$(win "$id" "stream:262144")
+            w=$(win "$id" "stream:$(bytes_of "$OUT_MSG")")
             set -- ${w:-x n/a n/a n/a n/a 0 0 0 0 n/a n/a}
             rts+=("${10}"); ros+=("${11}")
             mb+=("$(val "$id" stream mbit)")
