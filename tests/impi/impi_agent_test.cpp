@@ -35,6 +35,15 @@ using base::Status;
 
 extern char** environ;
 
+// A dance configuration with the given timeouts and pending limit, the rest defaulted.
+DanceConfig dance_cfg(int64_t join_timeout_ms, int64_t timeout_ms, size_t max_pending) {
+    DanceConfig c;
+    c.join_timeout_ms = join_timeout_ms;
+    c.timeout_ms = timeout_ms;
+    c.max_pending = max_pending;
+    return c;
+}
+
 namespace {
 
 int64_t now_ms() { return base::now_ns() / 1000000; }
@@ -851,7 +860,7 @@ TEST(ImpiDance, ThreeHostsWithHostileConnections) {
     }
     std::vector<std::vector<base::Fd>> conns(n);
     std::vector<Status> st(n);
-    DanceConfig cfg{3000, 10000, 64};
+    DanceConfig cfg = dance_cfg(3000, 10000, 64);
     std::vector<std::thread> th;
     for (int h = 0; h < n; ++h)
         th.emplace_back([&, h] {
@@ -873,7 +882,7 @@ TEST(ImpiDance, DuplicateAndStalledPeersAreDropped) {
         {l.addr, l.port, ""}, {"127.0.0.1", 1, ""}, {"127.0.0.1", 1, ""}};
     std::vector<base::Fd> conns;
     Status st;
-    DanceConfig cfg{1000, 20000, 64};
+    DanceConfig cfg = dance_cfg(1000, 20000, 64);
     std::thread th([&] { st = dance(l.fd.get(), 0, peers, cfg, &conns); });
     base::Fd stall(connect_local(l.port));
     base::Fd one(connect_local(l.port));
@@ -902,7 +911,7 @@ TEST(ImpiDance, SkippedHostsAreNotExpected) {
         {l.addr, l.port, "", false}, {"127.0.0.1", 1, "", true}, {"127.0.0.1", 1, "", false}};
     std::vector<base::Fd> conns;
     Status st;
-    std::thread th([&] { st = dance(l.fd.get(), 0, peers, DanceConfig{5000, 20000, 64}, &conns); });
+    std::thread th([&] { st = dance(l.fd.get(), 0, peers, dance_cfg(5000, 20000, 64), &conns); });
     base::Fd one(connect_local(l.port));
     send_u32(one.get(), 1);
     EXPECT_TRUE(sees_eof(one.get(), 5000));  // host 1 is not expected to connect
@@ -919,7 +928,7 @@ TEST(ImpiDance, TooManyPendingConnections) {
     std::vector<DancePeer> peers = {{l.addr, l.port, ""}, {"127.0.0.1", 1, ""}};
     std::vector<base::Fd> conns;
     Status st;
-    std::thread th([&] { st = dance(l.fd.get(), 0, peers, DanceConfig{20000, 20000, 2}, &conns); });
+    std::thread th([&] { st = dance(l.fd.get(), 0, peers, dance_cfg(20000, 20000, 2), &conns); });
     base::Fd a(connect_local(l.port)), b(connect_local(l.port));
     // Two silent connections fill the slots; a third evicts the oldest.
     base::Fd c(connect_local(l.port));
@@ -945,7 +954,7 @@ TEST(ImpiDance, FailureNamesMissingHosts) {
                                     {"127.0.0.1", 1, "host 2 (client 1)"}};
     std::vector<base::Fd> conns;
     int64_t t0 = now_ms();
-    Status s = dance(l.fd.get(), 1, peers, DanceConfig{500, 700, 64}, &conns);
+    Status s = dance(l.fd.get(), 1, peers, dance_cfg(500, 700, 64), &conns);
     ASSERT_FALSE(s.ok());
     EXPECT_LT(now_ms() - t0, 5000);
     EXPECT_NE(s.message().find("cannot connect to host 0 (client 0) at 127.0.0.1:" +
@@ -957,7 +966,7 @@ TEST(ImpiDance, FailureNamesMissingHosts) {
         << s.message();
     // A lower host without an IPv4 address fails at once.
     peers[0].addr = "";
-    s = dance(l.fd.get(), 1, peers, DanceConfig{500, 700, 64}, &conns);
+    s = dance(l.fd.get(), 1, peers, dance_cfg(500, 700, 64), &conns);
     EXPECT_NE(s.message().find("advertises no IPv4 address"), std::string::npos) << s.message();
     EXPECT_FALSE(dance(l.fd.get(), 3, peers, DanceConfig{}, &conns).ok());
 }
@@ -1037,7 +1046,7 @@ StartupOptions startup_opts(int client, const std::string& server) {
     StartupOptions o;
     o.agent = agent_cfg(client, server);
     o.listen = ListenConfig{"", "lo", ""};
-    o.dance = DanceConfig{5000, 10000, 64};
+    o.dance = dance_cfg(5000, 10000, 64);
     return o;
 }
 }  // namespace

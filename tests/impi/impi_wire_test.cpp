@@ -99,7 +99,9 @@ static void fuzz_one(const uint8_t* data, uint64_t maxlen) {
     std::string err = decode_packet(data, maxlen, &q);
     if (err.empty()) {
         ASSERT_LE(q.len, maxlen);
-        if (!packet_has_payload(q.type)) ASSERT_EQ(q.len, 0u);
+        if (!packet_has_payload(q.type)) {
+            ASSERT_EQ(q.len, 0u);
+        }
     }
     (void)decode_cmd(data);
 }
