@@ -33,15 +33,17 @@ static inline int bench_default_peer(const int *cluster_of, int size)
     return peer > 0 ? peer : size / 2;
 }
 
-/* The common start of a WAN benchmark: at least 2 ranks (else a message on rank 0 and NULL),
- * the clusters, and the pair of ranks (*me, *peer) the point-to-point tests use: the caller's
- * choice when valid, else rank 0 and bench_default_peer. Returns the clusters (free them). */
+/* The common start of a WAN benchmark: at least 2 ranks (else a message on rank 0, then
+ * MPI_Finalize and exit status 1), the clusters, and the pair of ranks (*me, *peer) the
+ * point-to-point tests use: the caller's choice when valid, else rank 0 and
+ * bench_default_peer. Returns the clusters (free them). */
 static inline int *bench_wan_setup(const char *prog, int rank, int size, int *me, int *peer)
 {
     int *cluster_of;
     if (size < 2) {
         if (rank == 0) fprintf(stderr, "%s: needs at least 2 ranks\n", prog);
-        return NULL;
+        MPI_Finalize();
+        exit(1);
     }
     cluster_of = bench_find_clusters(size);
     if (*me < 0 || *me >= size) *me = 0;

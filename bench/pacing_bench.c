@@ -199,6 +199,30 @@ static void report_coll(const char *kind, long bytes, int reps, int calls_per_re
     fflush(stdout);
 }
 
+/* The script's marks around a measurement: "<kind>:<size> begin" / "... end" (sync_point). */
+static void mark(const char *kind, long sz, const char *edge)
+{
+    char label[64];
+    snprintf(label, sizeof label, "%s:%ld %s", kind, sz, edge);
+    sync_point(label);
+}
+
+/* A timed collective measurement: the begin mark, then a common start (returned). */
+static double coll_begin(const char *kind, long per)
+{
+    mark(kind, per, "begin");
+    return common_start();
+}
+
+/* ... and its end: the last rank's return, the end mark, rank 0's report line. */
+static void coll_end(const char *kind, long per, int reps, int calls_per_rep, double gap_s,
+                     double wan, double dirmax, double t0)
+{
+    double dt = finish(t0);
+    mark(kind, per, "end");
+    report_coll(kind, per, reps, calls_per_rep, gap_s, wan, dirmax, dt);
+}
+
 /* ---- collective tests -------------------------------------------------------------------- */
 
 static void test_a2a(const char *kind, long per, int reps, double gap)
@@ -206,20 +230,14 @@ static void test_a2a(const char *kind, long per, int reps, double gap)
     size_t n = (size_t)per * (size_t)size;
     char *sb = bench_alloc(n), *rb = bench_alloc(n);
     double wan, dirmax;
-    char label[64];
     wan_volume(even_bytes, &per, &wan, &dirmax);
     MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
-    snprintf(label, sizeof label, "%s:%ld begin", kind, per);
-    sync_point(label);
-    double t0 = common_start();
+    double t0 = coll_begin(kind, per);
     for (int i = 0; i < reps; ++i) {
         if (gap > 0) sleep_s(gap);
         MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
     }
-    double dt = finish(t0);
-    snprintf(label, sizeof label, "%s:%ld end", kind, per);
-    sync_point(label);
-    report_coll(kind, per, reps, 1, gap, wan, dirmax, dt);
+    coll_end(kind, per, reps, 1, gap, wan, dirmax, t0);
     free(sb);
     free(rb);
 }
@@ -231,7 +249,6 @@ static void test_a2av(long per, int reps, unsigned seed)
     int *sd = malloc(sizeof(int) * (size_t)size), *rd = malloc(sizeof(int) * (size_t)size);
     long ns = 0, nr = 0;
     double wan, dirmax;
-    char label[64];
     for (int d = 0; d < size; ++d) {
         sc[d] = (int)uneven_count(&u, rank, d);
         sd[d] = (int)ns;
@@ -243,15 +260,10 @@ static void test_a2av(long per, int reps, unsigned seed)
     char *sb = bench_alloc((size_t)ns), *rb = bench_alloc((size_t)nr);
     wan_volume(uneven_bytes, &u, &wan, &dirmax);
     MPI_Alltoallv(sb, sc, sd, MPI_CHAR, rb, rc, rd, MPI_CHAR, MPI_COMM_WORLD);
-    snprintf(label, sizeof label, "a2av:%ld begin", per);
-    sync_point(label);
-    double t0 = common_start();
+    double t0 = coll_begin("a2av", per);
     for (int i = 0; i < reps; ++i)
         MPI_Alltoallv(sb, sc, sd, MPI_CHAR, rb, rc, rd, MPI_CHAR, MPI_COMM_WORLD);
-    double dt = finish(t0);
-    snprintf(label, sizeof label, "a2av:%ld end", per);
-    sync_point(label);
-    report_coll("a2av", per, reps, 1, 0, wan, dirmax, dt);
+    coll_end("a2av", per, reps, 1, 0, wan, dirmax, t0);
     free(sb);
     free(rb);
     free(sc);
@@ -268,7 +280,6 @@ static void test_is(long per, int reps, unsigned seed)
     int *bucket = malloc(sizeof(int) * (size_t)size), *btotal = malloc(sizeof(int) * (size_t)size);
     long nkeys = 0;
     double wan, dirmax, t0 = 0;
-    char label[64];
     for (int d = 0; d < size; ++d) {
         scount[d] = (int)uneven_count(&u, rank, d);
         sdisp[d] = (int)nkeys;
@@ -281,11 +292,7 @@ static void test_is(long per, int reps, unsigned seed)
         for (int k = 0; k < scount[d]; ++k) keys[sdisp[d] + k] = (d << 20) | (rand() & 0xfffff);
     int *rkeys = NULL;
     for (int it = -1; it < reps; ++it) {
-        if (it == 0) {
-            snprintf(label, sizeof label, "is:%ld begin", per);
-            sync_point(label);
-            t0 = common_start();
-        }
+        if (it == 0) t0 = coll_begin("is", per);
         memset(bucket, 0, sizeof(int) * (size_t)size);
         for (long k = 0; k < nkeys; ++k) bucket[keys[k] >> 20]++;
         MPI_Allreduce(bucket, btotal, size, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -298,10 +305,7 @@ static void test_is(long per, int reps, unsigned seed)
         if (!rkeys) rkeys = malloc(sizeof(int) * (size_t)(rn + 1));
         MPI_Alltoallv(keys, bucket, sdisp, MPI_INT, rkeys, rcount, rdisp, MPI_INT, MPI_COMM_WORLD);
     }
-    double dt = finish(t0);
-    snprintf(label, sizeof label, "is:%ld end", per);
-    sync_point(label);
-    report_coll("is", per, reps, 3, 0, wan, dirmax, dt);
+    coll_end("is", per, reps, 3, 0, wan, dirmax, t0);
     free(keys);
     free(rkeys);
     free(scount);
@@ -318,9 +322,7 @@ static void test_bw(long bytes, int reps, int me, int peer)
 {
     char *buf = (rank == me || rank == peer) ? bench_alloc((size_t)bytes) : NULL;
     double *v = malloc(sizeof(double) * (size_t)(reps + 1));
-    char label[64];
-    snprintf(label, sizeof label, "bw:%ld begin", bytes);
-    sync_point(label);
+    mark("bw", bytes, "begin");
     for (int i = 0; i < reps; ++i) {
         double t = common_start(), end = 0;
         if (rank == me) {
@@ -334,8 +336,7 @@ static void test_bw(long bytes, int reps, int me, int peer)
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
-    snprintf(label, sizeof label, "bw:%ld end", bytes);
-    sync_point(label);
+    mark("bw", bytes, "end");
     if (rank == me) {
         double first = v[0], m = bench_median(v, reps);
         printf("pacing_bench: bw bytes=%ld reps=%d time_s=%.4f first_s=%.4f a=%d peer=%d\n", bytes,
@@ -357,10 +358,8 @@ struct hdr {
  * "pad" messages, which match whatever receives PEER still has posted (same tag, so in order). */
 static void test_stream(long msg, double secs, int window, int me, int peer)
 {
-    char label[64];
     if (msg < (long)sizeof(struct hdr)) msg = sizeof(struct hdr);
-    snprintf(label, sizeof label, "stream:%ld begin", msg);
-    sync_point(label);
+    mark("stream", msg, "begin");
     double t0 = common_start();
     if (rank == me) {
         char *buf = bench_alloc((size_t)msg * (size_t)window);
@@ -452,8 +451,7 @@ static void test_stream(long msg, double secs, int window, int me, int peer)
         free(rq);
         free(buf);
     }
-    snprintf(label, sizeof label, "stream:%ld end", msg);
-    sync_point(label);
+    mark("stream", msg, "end");
 }
 
 /* Alltoall, then at once one-to-one: RANK -> PEER, TOTAL bytes in MSG-byte messages. */
@@ -462,14 +460,12 @@ static void test_phase(long per, long total, long msg, int window, double bin_s,
 {
     size_t n = (size_t)per * (size_t)size;
     char *sb = bench_alloc(n), *rb = bench_alloc(n);
-    char label[64];
     if (msg < (long)sizeof(struct hdr)) msg = sizeof(struct hdr);
     int nmsg = (int)((total + msg - 1) / msg);
     char *buf = (rank == me || rank == peer) ? bench_alloc((size_t)msg * (size_t)window) : NULL;
     MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)window);
     MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
-    snprintf(label, sizeof label, "phase:%ld begin", per);
-    sync_point(label);
+    mark("phase", per, "begin");
     double t0 = common_start();
     for (int i = 0; i < 2; ++i)
         MPI_Alltoall(sb, (int)per, MPI_CHAR, rb, (int)per, MPI_CHAR, MPI_COMM_WORLD);
@@ -538,8 +534,7 @@ static void test_phase(long per, long total, long msg, int window, double bin_s,
         free(bins);
         free(idx);
     }
-    snprintf(label, sizeof label, "phase:%ld end", per);
-    sync_point(label);
+    mark("phase", per, "end");
     free(rq);
     free(buf);
     free(sb);
@@ -574,10 +569,6 @@ int main(int argc, char **argv)
         ++i;
     }
     cluster_of = bench_wan_setup("pacing_bench", rank, size, &me, &peer);
-    if (!cluster_of) {
-        MPI_Finalize();
-        return 1;
-    }
     if (swin < 1) swin = pwin = 1;
 
     char *list = strdup(specs);
