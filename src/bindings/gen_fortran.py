@@ -7,7 +7,8 @@ Usage: gen_fortran.py FUNCTIONS_DIR MPI_H_IN FORTRAN_SRC_DIR OUT_DIR
 
 Outputs (into OUT_DIR):
   mpif.h                 constants, sentinels (common blocks), EXTERNALs; fixed and free form
-  mpi.f90                module `mpi`: the same declarations plus explicit interfaces
+  mpi.f90                module `mpi`: the same declarations plus explicit interfaces for the
+                         routines MPICH's `use mpi` declares (see has_module_interface)
   fortran_bindings.cpp   mpi_x_ and pmpi_x_ entry points (gfortran naming: lower case + "_")
   fortran_have.h         WANMPI_HAVE_MPI_X for each C function (guards the hand-written code)
   fortran_coverage.txt   every C function and how Fortran binds it (generated/hand/skip/...)
@@ -21,7 +22,7 @@ pmpi_x_ calls PMPI_X.
 Parameter kinds understood (C type and name -> Fortran):
   void *buf (any name but those below)   choice buffer; MPI_BOTTOM / MPI_IN_PLACE /
                                          MPI_BUFFER_AUTOMATIC recognised by address
-  void *baseptr                          INTEGER(KIND=MPI_ADDRESS_KIND) (+ TYPE(C_PTR) overload)
+  void *baseptr                          INTEGER(KIND=MPI_ADDRESS_KIND) or TYPE(C_PTR) (8 bytes)
   int, handle, MPI_Aint/Count/Offset     INTEGER / INTEGER(KIND=...) by reference
   T *x, T x[], int x[][3]                passed through (same representation)
   flag, commute, reorder, high, weighted, periods, remain_dims   LOGICAL
@@ -35,6 +36,11 @@ Parameter kinds understood (C type and name -> Fortran):
                                          arguments match the C signature)
   return double / MPI_Aint               Fortran function (MPI_WTIME, MPI_AINT_ADD)
 Anything else makes the function UNSUPPORTED unless fortran/exceptions.txt says how it is bound.
+
+Declarations follow MPICH (up to 4.0, Debian 12's), since programs written against it are what
+users bring: mpif.h types only MPI_WTIME/MPI_WTICK (and PMPI_), and the `mpi` module gives
+explicit interfaces only where MPICH's does (has_module_interface); every routine is callable
+either way, the others through implicit interfaces as from mpif.h.
 """
 import re
 import sys
@@ -82,7 +88,18 @@ CALLBACK_EXTERNALS = ["MPI_NULL_COPY_FN", "MPI_NULL_DELETE_FN", "MPI_DUP_FN",
 C_ONLY_POINTERS = {"MPI_CONVERSION_FN_NULL_C"}
 # Constants whose Fortran kind is not default INTEGER.
 OFFSET_CONSTANTS = {"MPI_DISPLACEMENT_CURRENT"}
+NO_INTERFACE_NOTE = "no explicit interface in `use mpi` (as in MPICH)"
 STR_OUT_MIN = 8192 + 1  # >= every MPI_MAX_* string length (MPI_MAX_LIBRARY_VERSION_STRING)
+# Routines that MPICH's `use mpi` leaves without an explicit interface although they have no
+# void * argument (its buildiface: %skip_routines and %scalarVectorRoutines): a scalar may be
+# passed where the routine takes an array (MPI_WAITALL(1, req, ...), MPI_CART_CREATE(..., 1,
+# dims, period, ...) with scalars), which an interface would reject.
+MPICH_NO_INTERFACE = {
+    "MPI_Pcontrol", "MPI_Startall", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Waitall",
+    "MPI_Waitany", "MPI_Waitsome", "MPI_Dims_create", "MPI_Cart_rank", "MPI_Cart_coords",
+    "MPI_Cart_get", "MPI_Graph_neighbors", "MPI_Cart_sub", "MPI_Cart_map", "MPI_Cart_create",
+    "MPI_Graph_create", "MPI_Dist_graph_create", "MPI_Dist_graph_create_adjacent",
+    "MPI_Dist_graph_neighbors", "MPI_Group_translate_ranks"}
 
 
 class Unsupported(Exception):
@@ -353,6 +370,32 @@ def classify_param(func, p, pnames, has_requests, mode):
     raise Unsupported(f"parameter '{p['raw']}'")
 
 
+def has_module_interface(func):
+    """Whether the `mpi` module declares `func` with an explicit interface. As MPICH's `use mpi`
+    (up to 4.0, gfortran; Debian 12's mpi_base.mod): not for routines with a choice buffer or any
+    other void * argument (buffers, MPI_ALLOC_MEM's baseptr, attribute values, extra state),
+    nor for MPICH_NO_INTERFACE, nor for the MPI-IO routines (ROMIO's, absent from Debian's
+    module) other than the file error-handler ones. Programs written against MPICH depend on the
+    gaps: a scalar for an unused array (MPI_ALLTOALLV(MPI_IN_PLACE, 0, 0, MPI_DATATYPE_NULL,
+    ...)), a default INTEGER displacement to MPI_FILE_SET_VIEW, or their own profiling routine
+    named MPI_SEND in a scope that uses the module (which a module procedure MPI_SEND would
+    clash with). Those routines are still bound; calls go through implicit interfaces, as from
+    mpif.h, so they need -fallow-argument-mismatch too (which mpifort adds, as MPICH's does)."""
+    name = func["name"]
+    if name in MPICH_NO_INTERFACE:
+        return False
+    if name.startswith("MPI_File_") and not name.endswith("_errhandler"):
+        return False
+    return not any(parse_param(p)["base"] == "void" for p in func["params"] if p.strip() != "...")
+
+
+def has_pmpi_interface(func):
+    """MPICH's module declares no PMPI_ routine but the typed functions PMPI_WTIME and
+    PMPI_WTICK (also declared by mpif.h); a PMPI_ interface would clash with a profiling library
+    that defines or declares the routine beside `use mpi`."""
+    return func["ret"] == "double" and has_module_interface(func)
+
+
 # ---------------------------------------------------------------------------------------------
 # Emitting
 
@@ -459,33 +502,6 @@ def fortran_interface(func, args, prefix=""):
     return lines
 
 
-def cptr_overload(func, args, prefix=""):
-    """MPI-3: routines returning memory (baseptr) are overloaded with TYPE(C_PTR) in `use mpi`.
-    Same C entry point: a C_PTR and an address-sized INTEGER are both 8 bytes passed by
-    reference, so BIND(C, NAME=...) gives the specific procedure the same symbol."""
-    uname = (prefix + func["name"]).upper()
-    dummies = [a.name for a in args] + ["ierror"]
-    imports = sorted(set().union(*[a.imports for a in args]) | {"MPI_ADDRESS_KIND"})
-    lines = wrap_fortran(f"    SUBROUTINE {uname}_CPTR({', '.join(dummies)}) "
-                         f"BIND(C, NAME='{lower(prefix + func['name'])}')", 4)
-    # Interoperable kinds with the same values as the default ones (4 and 8), so calls resolve
-    # as with the INTEGER specific.
-    lines.append("      USE, INTRINSIC :: ISO_C_BINDING, ONLY : C_PTR, C_INT, C_INT64_T")
-    lines.append("      IMPLICIT NONE")
-    for a in args:
-        if a.name == "baseptr":
-            lines.append("      TYPE(C_PTR) :: baseptr")
-        else:
-            d = a.fdecl.replace("INTEGER(KIND=MPI_ADDRESS_KIND)", "INTEGER(KIND=C_INT64_T)")
-            d = re.sub(r"^INTEGER ::", "INTEGER(KIND=C_INT) ::", d)
-            if "MPI_" in d or not d.startswith("INTEGER"):
-                raise Unsupported(f"C_PTR overload: argument {a.name}")
-            lines.append("      " + d)
-    lines.append("      INTEGER(KIND=C_INT) :: ierror")
-    lines.append(f"    END SUBROUTINE {uname}_CPTR")
-    return lines
-
-
 def fixed_line(s):
     """A line valid in both fixed form (code in columns 7..72) and free form."""
     line = "       " + s
@@ -570,12 +586,14 @@ def main():
             continue
         if action == "hand":
             missing = [w for w, ok in (("C++ WANMPI_F_HAND", name in hand_cxx),
-                                       ("interface block", name in hand_blocks)) if not ok]
+                                       ("interface block", name in hand_blocks or
+                                        not has_module_interface(f))) if not ok]
             if missing:
                 coverage.append((name, "UNSUPPORTED",
                                  f"listed as hand but no {', '.join(missing)}"))
             else:
-                coverage.append((name, "hand", reason))
+                note = "" if has_module_interface(f) else f"; {NO_INTERFACE_NOTE}"
+                coverage.append((name, "hand", reason + note))
             continue
         if name.startswith("MPIX_"):
             coverage.append((name, "skip", "C-only extension"))
@@ -594,21 +612,19 @@ def main():
                 if "MPI_File_f2c" not in cnames or "MPI_File_c2f" not in cnames:
                     raise Unsupported("MPI_File arguments need MPI_File_f2c/c2f in the lists")
             binding = cxx_binding(f, args)
-            iface = fortran_interface(f, args) + fortran_interface(f, args, "P")
+            iface = []
+            if has_module_interface(f):
+                iface += fortran_interface(f, args)
+            if has_pmpi_interface(f):
+                iface += fortran_interface(f, args, "P")
         except Unsupported as e:
             coverage.append((name, "UNSUPPORTED", str(e)))
             continue
         bindings.append(binding)
-        if any(a.name == "baseptr" for a in args) and f["ret"] == "int":
-            up = name.upper()
-            iface = [f"  INTERFACE {up}"] + fortran_interface(f, args) + \
-                cptr_overload(f, args) + [f"  END INTERFACE {up}", f"  INTERFACE P{up}"] + \
-                fortran_interface(f, args, "P") + cptr_overload(f, args, "P") + \
-                [f"  END INTERFACE P{up}"]
-            interfaces.append(iface)
-        else:
+        if iface:
             interfaces.append(["  INTERFACE"] + iface + ["  END INTERFACE"])
-        coverage.append((name, "mpi1" if action == "mpi1" else "generated", ""))
+        coverage.append((name, "mpi1" if action == "mpi1" else "generated",
+                         "" if iface else NO_INTERFACE_NOTE))
     for name in exceptions:
         if name not in cnames:
             coverage.append((name, "absent", "listed in exceptions.txt, not (yet) in the C lists"))
@@ -627,14 +643,16 @@ def main():
 
     # ---- mpif.h
     decl = declarations(consts, status_size, status_fields, False)
+    # Typed functions: MPI_WTIME and MPI_WTICK (and PMPI_), as in MPICH's mpif.h. Not
+    # MPI_AINT_ADD/MPI_AINT_DIFF: MPICH leaves them to the program, and programs written against
+    # it declare them (`INTEGER(KIND=MPI_ADDRESS_KIND), EXTERNAL :: MPI_AINT_ADD`), which a
+    # second declaration here would make a compile error. The `mpi` module declares them.
     ext = []
     for f in funcs:
-        if f["ret"] in ("double", "MPI_Aint") and any(c[0] == f["name"] and c[1] in
-                                                      ("generated", "hand")
-                                                      for c in coverage):
-            t = "DOUBLE PRECISION" if f["ret"] == "double" else "INTEGER(KIND=MPI_ADDRESS_KIND)"
+        if f["ret"] == "double" and any(c[0] == f["name"] and c[1] in ("generated", "hand")
+                                        for c in coverage):
             for pre in ("", "P"):
-                ext.append(fixed_line(f"{t} {pre}{f['name'].upper()}"))
+                ext.append(fixed_line(f"DOUBLE PRECISION {pre}{f['name'].upper()}"))
                 ext.append(fixed_line(f"EXTERNAL {pre}{f['name'].upper()}"))
     header = ["!     mpif.h -- wanmpi's Fortran 77 interface. Generated by",
               "!     gen_fortran.py from include/mpi.h.in and the function lists:",
@@ -644,20 +662,25 @@ def main():
 
     # ---- mpi.f90 (module)
     mod = ["! The `mpi` module of wanmpi (generated by gen_fortran.py: do not edit).",
-           "! Constants and sentinels are those of mpif.h; every routine has an explicit",
-           "! interface; choice buffers are TYPE(*), DIMENSION(*) with gfortran's NO_ARG_CHECK",
-           "! (any type, kind and rank, as the standard's 'ignore TKR').",
+           "! Constants and sentinels are those of mpif.h; explicit interfaces for the routines",
+           "! MPICH's `use mpi` declares (no choice buffer or other void * argument, no",
+           "! scalar-or-array argument); the others are called through implicit interfaces,",
+           "! as from mpif.h (gen_fortran.py: has_module_interface).",
            "MODULE mpi", "  IMPLICIT NONE"]
     mod += ["  " + l.lstrip() if not l.startswith("!") else "  " + l for l in decl]
     for iface in interfaces:
         mod += iface
     mod.append("  ! ---- hand-written bindings (src/bindings/fortran/mpi_hand.f90)")
+    by_name = {f["name"]: f for f in funcs}
     for name, lines in hand_blocks.items():
         if name == "ALWAYS":
             mod += lines
-        elif name in cnames and exceptions.get(name, ("",))[0] == "hand":
+        elif name in cnames and exceptions.get(name, ("",))[0] == "hand" and \
+                has_module_interface(by_name[name]):
             mod += lines
-            mod += [re.sub(r"\b(SUBROUTINE|FUNCTION)\s+MPI_", r"\1 PMPI_", l) for l in lines]
+            if has_pmpi_interface(by_name[name]):
+                mod += [re.sub(r"\b(SUBROUTINE|FUNCTION)\s+MPI_", r"\1 PMPI_", l)
+                        for l in lines]
     mod.append("END MODULE mpi")
     (outdir / "mpi.f90").write_text("\n".join(mod) + "\n")
 

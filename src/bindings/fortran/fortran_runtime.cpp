@@ -108,6 +108,12 @@ namespace {
 
 // What a Fortran keyval's C callbacks need: the Fortran procedures and the extra state (a
 // Fortran INTEGER, passed to them by reference).
+//
+// The extra state is a copy taken by MPI_*_CREATE_KEYVAL, not the caller's variable (unlike a
+// generalized request's, below): MPI 4.0 §19.3.8 says copy and delete callbacks must not modify
+// it, and the caller's variable may be gone by the time they run (a local of a returned
+// procedure, a constant). Open MPI copies too; MPICH passes the caller's address, so a program
+// that changes its variable after creating the keyval sees the change there only.
 struct FKeyval {
     bool mpi1;  // MPI_KEYVAL_CREATE: default INTEGER values; else address-sized
     void (*copy)(MPI_Fint*, MPI_Fint*, void*, void*, void*, MPI_Fint*, MPI_Fint*);
@@ -497,31 +503,36 @@ WF_PAIR(attr_get, Attr_get,
 }  // extern "C"
 
 // ---- generalized requests ----------------------------------------------------------------------
+// The callbacks get the caller's own EXTRA_STATE variable (its address, kept from
+// MPI_GREQUEST_START), not a copy: a free_fn that decrements it, or a query_fn that counts in it,
+// changes the variable the program reads after MPI_WAIT. MPICH and Open MPI both do this and
+// programs rely on it (MPICH's greqf/greqf90 tests), so the variable must live until free_fn has
+// run, as there.
 #ifdef WANMPI_HAVE_MPI_Grequest_start
 namespace {
 struct FGreq {
     void (*query)(MPI_Aint*, MPI_Fint*, MPI_Fint*);
     void (*free)(MPI_Aint*, MPI_Fint*);
     void (*cancel)(MPI_Aint*, MPI_Fint*, MPI_Fint*);
-    MPI_Aint extra;
+    MPI_Aint* extra;  // the caller's INTEGER(KIND=MPI_ADDRESS_KIND) variable
 };
 int greq_query(void* st, MPI_Status* status) {
     auto* g = static_cast<FGreq*>(st);
     MPI_Fint ierr = MPI_SUCCESS;
-    g->query(&g->extra, reinterpret_cast<MPI_Fint*>(status), &ierr);
+    g->query(g->extra, reinterpret_cast<MPI_Fint*>(status), &ierr);
     return ierr;
 }
 int greq_free(void* st) {
     auto* g = static_cast<FGreq*>(st);
     MPI_Fint ierr = MPI_SUCCESS;
-    g->free(&g->extra, &ierr);
+    g->free(g->extra, &ierr);
     delete g;
     return ierr;
 }
 int greq_cancel(void* st, int complete) {
     auto* g = static_cast<FGreq*>(st);
     MPI_Fint ierr = MPI_SUCCESS, c = complete ? kTrue : kFalse;
-    g->cancel(&g->extra, &c, &ierr);
+    g->cancel(g->extra, &c, &ierr);
     return ierr;
 }
 }  // namespace
@@ -532,7 +543,7 @@ static void wf_grequest_start(decltype(&PMPI_Grequest_start) fn, wf_proc query, 
                               MPI_Fint* ierr) {
     auto* g = new FGreq{reinterpret_cast<decltype(FGreq::query)>(query),
                         reinterpret_cast<decltype(FGreq::free)>(free_fn),
-                        reinterpret_cast<decltype(FGreq::cancel)>(cancel), *extra_state};
+                        reinterpret_cast<decltype(FGreq::cancel)>(cancel), extra_state};
     *ierr = fn(&greq_query, &greq_free, &greq_cancel, g, request);
     if (*ierr != MPI_SUCCESS) delete g;
 }

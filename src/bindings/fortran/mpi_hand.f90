@@ -1,7 +1,9 @@
 ! Interface blocks of the hand-written Fortran bindings (fortran_runtime.cpp), pasted into the
 ! `mpi` module by gen_fortran.py. Each block starts with `! @function MPI_X` and is used only while
-! MPI_X is in the C lists; gen_fortran.py adds the PMPI_X copy. `! @function ALWAYS` blocks are
-! Fortran-only routines, always present.
+! MPI_X is in the C lists. Only routines that MPICH's `use mpi` declares have one (gen_fortran.py:
+! has_module_interface); the keyval, attribute, generalized-request, MPI_BUFFER_DETACH and
+! MPI_PCONTROL bindings have none, like MPICH's, nor does MPI_F_SYNC_REG (a choice buffer).
+! `! @function ALWAYS` blocks are Fortran-only routines, always present.
 ! @function MPI_Init
   INTERFACE
     SUBROUTINE MPI_INIT(ierror)
@@ -24,24 +26,6 @@
       INTEGER :: info
       INTEGER :: ierror
     END SUBROUTINE MPI_INFO_CREATE_ENV
-  END INTERFACE
-! @function MPI_Pcontrol
-  INTERFACE
-    SUBROUTINE MPI_PCONTROL(level, ierror)
-      IMPLICIT NONE
-      INTEGER :: level
-      INTEGER :: ierror
-    END SUBROUTINE MPI_PCONTROL
-  END INTERFACE
-! @function MPI_Buffer_detach
-  INTERFACE
-    SUBROUTINE MPI_BUFFER_DETACH(buffer_addr, size, ierror)
-      IMPLICIT NONE
-      !GCC$ ATTRIBUTES NO_ARG_CHECK :: buffer_addr
-      TYPE(*), DIMENSION(*) :: buffer_addr
-      INTEGER :: size
-      INTEGER :: ierror
-    END SUBROUTINE MPI_BUFFER_DETACH
   END INTERFACE
 ! @function MPI_Info_get
   INTERFACE
@@ -71,142 +55,6 @@
       CHARACTER(LEN=*) :: pset_name
       INTEGER :: ierror
     END SUBROUTINE MPI_SESSION_GET_NTH_PSET
-  END INTERFACE
-! @function MPI_Comm_create_keyval
-  INTERFACE
-    SUBROUTINE MPI_COMM_CREATE_KEYVAL(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, &
-        extra_state, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      EXTERNAL :: comm_copy_attr_fn, comm_delete_attr_fn
-      INTEGER :: comm_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      INTEGER :: ierror
-    END SUBROUTINE MPI_COMM_CREATE_KEYVAL
-  END INTERFACE
-! @function MPI_Comm_set_attr
-  INTERFACE
-    SUBROUTINE MPI_COMM_SET_ATTR(comm, comm_keyval, attribute_val, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: comm, comm_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      INTEGER :: ierror
-    END SUBROUTINE MPI_COMM_SET_ATTR
-  END INTERFACE
-! @function MPI_Comm_get_attr
-  INTERFACE
-    SUBROUTINE MPI_COMM_GET_ATTR(comm, comm_keyval, attribute_val, flag, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: comm, comm_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      LOGICAL :: flag
-      INTEGER :: ierror
-    END SUBROUTINE MPI_COMM_GET_ATTR
-  END INTERFACE
-! @function MPI_Type_create_keyval
-  INTERFACE
-    SUBROUTINE MPI_TYPE_CREATE_KEYVAL(type_copy_attr_fn, type_delete_attr_fn, type_keyval, &
-        extra_state, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      EXTERNAL :: type_copy_attr_fn, type_delete_attr_fn
-      INTEGER :: type_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      INTEGER :: ierror
-    END SUBROUTINE MPI_TYPE_CREATE_KEYVAL
-  END INTERFACE
-! @function MPI_Type_set_attr
-  INTERFACE
-    SUBROUTINE MPI_TYPE_SET_ATTR(datatype, type_keyval, attribute_val, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: datatype, type_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      INTEGER :: ierror
-    END SUBROUTINE MPI_TYPE_SET_ATTR
-  END INTERFACE
-! @function MPI_Type_get_attr
-  INTERFACE
-    SUBROUTINE MPI_TYPE_GET_ATTR(datatype, type_keyval, attribute_val, flag, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: datatype, type_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      LOGICAL :: flag
-      INTEGER :: ierror
-    END SUBROUTINE MPI_TYPE_GET_ATTR
-  END INTERFACE
-! @function MPI_Win_create_keyval
-  INTERFACE
-    SUBROUTINE MPI_WIN_CREATE_KEYVAL(win_copy_attr_fn, win_delete_attr_fn, win_keyval, &
-        extra_state, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      EXTERNAL :: win_copy_attr_fn, win_delete_attr_fn
-      INTEGER :: win_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      INTEGER :: ierror
-    END SUBROUTINE MPI_WIN_CREATE_KEYVAL
-  END INTERFACE
-! @function MPI_Win_set_attr
-  INTERFACE
-    SUBROUTINE MPI_WIN_SET_ATTR(win, win_keyval, attribute_val, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: win, win_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      INTEGER :: ierror
-    END SUBROUTINE MPI_WIN_SET_ATTR
-  END INTERFACE
-! @function MPI_Win_get_attr
-  INTERFACE
-    SUBROUTINE MPI_WIN_GET_ATTR(win, win_keyval, attribute_val, flag, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      INTEGER :: win, win_keyval
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: attribute_val
-      LOGICAL :: flag
-      INTEGER :: ierror
-    END SUBROUTINE MPI_WIN_GET_ATTR
-  END INTERFACE
-! @function MPI_Keyval_create
-  INTERFACE
-    SUBROUTINE MPI_KEYVAL_CREATE(copy_fn, delete_fn, keyval, extra_state, ierror)
-      IMPLICIT NONE
-      EXTERNAL :: copy_fn, delete_fn
-      INTEGER :: keyval, extra_state
-      INTEGER :: ierror
-    END SUBROUTINE MPI_KEYVAL_CREATE
-  END INTERFACE
-! @function MPI_Attr_put
-  INTERFACE
-    SUBROUTINE MPI_ATTR_PUT(comm, keyval, attribute_val, ierror)
-      IMPLICIT NONE
-      INTEGER :: comm, keyval, attribute_val
-      INTEGER :: ierror
-    END SUBROUTINE MPI_ATTR_PUT
-  END INTERFACE
-! @function MPI_Attr_get
-  INTERFACE
-    SUBROUTINE MPI_ATTR_GET(comm, keyval, attribute_val, flag, ierror)
-      IMPLICIT NONE
-      INTEGER :: comm, keyval, attribute_val
-      LOGICAL :: flag
-      INTEGER :: ierror
-    END SUBROUTINE MPI_ATTR_GET
-  END INTERFACE
-! @function MPI_Grequest_start
-  INTERFACE
-    SUBROUTINE MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
-      IMPORT :: MPI_ADDRESS_KIND
-      IMPLICIT NONE
-      EXTERNAL :: query_fn, free_fn, cancel_fn
-      INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state
-      INTEGER :: request
-      INTEGER :: ierror
-    END SUBROUTINE MPI_GREQUEST_START
   END INTERFACE
 ! @function MPI_File_create_errhandler
   INTERFACE
@@ -241,13 +89,6 @@
     END SUBROUTINE MPI_COMM_SPAWN_MULTIPLE
   END INTERFACE
 ! @function ALWAYS
-  INTERFACE
-    SUBROUTINE MPI_F_SYNC_REG(buf)
-      IMPLICIT NONE
-      !GCC$ ATTRIBUTES NO_ARG_CHECK :: buf
-      TYPE(*), DIMENSION(*) :: buf
-    END SUBROUTINE MPI_F_SYNC_REG
-  END INTERFACE
   ! MPI_SIZEOF(X, SIZE, IERROR): one specific per type and kind (X may be of any rank).
   INTERFACE MPI_SIZEOF
     SUBROUTINE MPI_SIZEOF_I1(x, size, ierror)
