@@ -194,4 +194,16 @@ std::string socket_cc(int fd) {
     return name;
 }
 
+void set_keepalive(int fd, int64_t seconds) {
+    if (seconds <= 0 || fd < 0) return;
+    const int third = int(std::max<int64_t>(1, seconds / 3));
+    const int on = 1, cnt = 2;
+    const unsigned ut = unsigned(std::min<int64_t>(seconds, 1 << 20) * 1000);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &third, sizeof third);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &third, sizeof third);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+}
+
 }  // namespace wanmpi::wanlink

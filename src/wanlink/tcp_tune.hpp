@@ -58,6 +58,14 @@ uint64_t wan_rate_Bps();
 // grow its buffers to (tcp_wmem/tcp_rmem maximum), else 0 (leave autotuning on).
 int64_t bdp_buffer(int fd);
 
+// A resumable connection (wanlink/replay.hpp) is declared broken after `seconds` without an
+// answer from the peer's kernel, idle or not: TCP keepalive (idle s/3, then 2 probes s/3 apart)
+// and TCP_USER_TIMEOUT = s, which overrides WANMPI_WAN_TIMEOUT_S there (the kernel's patience
+// is not needed where a reconnect follows: WANMPI_WAN_RECONNECT_S bounds the outage a job
+// survives). The peer's kernel answers keepalives even while its rank computes, so a rank that
+// does not call MPI for a long time is never taken for dead. 0: leaves the socket as it is.
+void set_keepalive(int fd, int64_t seconds);
+
 // The congestion control a socket uses (TCP_CONGESTION), e.g. "cubic"; "" if unknown.
 std::string socket_cc(int fd);
 

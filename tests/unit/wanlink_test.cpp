@@ -6,10 +6,20 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
 
+#include "wanlink/handshake.hpp"
 #include "wanlink/pacer.hpp"
+#include "wanlink/replay.hpp"
+#include "wanlink/secret.hpp"
 #include "wanlink/sockopt.hpp"
 #include "wanlink/tcp_stats.hpp"
 #include "wanlink/tcp_tune.hpp"
@@ -152,7 +162,9 @@ TEST(WanlinkStats, TcpInfoOfALiveConnection) {
     int major = 0, minor = 0;
     std::sscanf(u.release, "%d.%d", &major, &minor);
     EXPECT_EQ(ti.has_rtos, major > 6 || (major == 6 && minor >= 7)) << u.release;
-    if (ti.has_rtos) EXPECT_EQ(ti.rtos, 0u);
+    if (ti.has_rtos) {
+        EXPECT_EQ(ti.rtos, 0u);
+    }
     EXPECT_FALSE(wanlink::read_tcp_info(-1).ok);
     ::close(srv);
     ::close(l);
@@ -188,4 +200,237 @@ TEST(WanlinkStats, CsvRoundTrip) {
     EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));
     const std::string hdr = wanlink::csv_header();
     EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 14);
+}
+
+// ---- issue 13: the job secret, the link handshake, the resumable stream ---------------------------
+namespace {
+std::string temp_secret(const std::string& text, mode_t mode) {
+    char path[] = "/tmp/wanlink_secret.XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, text.data(), text.size()), ssize_t(text.size()));
+    fchmod(fd, mode);
+    close(fd);
+    return path;
+}
+// Runs both sides of a link handshake over a socketpair until both are done or one failed.
+struct Pair {
+    int fd[2];
+    Pair() { socketpair(AF_UNIX, SOCK_STREAM, 0, fd); }
+    ~Pair() { close(fd[0]); close(fd[1]); }
+};
+void drive(wanlink::LinkHandshake& c, wanlink::LinkHandshake& a, int cfd, int afd,
+           wanlink::LinkHandshake::Result* rc, wanlink::LinkHandshake::Result* ra) {
+    *rc = *ra = wanlink::LinkHandshake::again;
+    for (int i = 0; i < 20; ++i) {
+        if (*rc == wanlink::LinkHandshake::again) *rc = c.step(cfd);
+        if (*ra == wanlink::LinkHandshake::again) *ra = a.step(afd);
+        if (*rc != wanlink::LinkHandshake::again && *ra != wanlink::LinkHandshake::again) return;
+    }
+}
+wanlink::Secret secret_of(const std::string& s) {
+    wanlink::Secret x;
+    x.bytes.assign(s.begin(), s.end());
+    return x;
+}
+}  // namespace
+
+TEST(WanlinkSecret, FileMustBeOwnerOnlyAndLongEnough) {
+    wanlink::Secret s;
+    std::string good = temp_secret("0123456789abcdef0123\n", 0600);
+    ASSERT_TRUE(wanlink::read_secret_file(good, &s).ok());
+    EXPECT_EQ(s.bytes.size(), 20u);  // the trailing newline is not part of it
+    std::string open = temp_secret("0123456789abcdef0123", 0644);
+    auto st = wanlink::read_secret_file(open, &s);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("too open"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("0123456789"), std::string::npos) << "the secret is never echoed";
+    std::string group = temp_secret("0123456789abcdef0123", 0640);
+    EXPECT_FALSE(wanlink::read_secret_file(group, &s).ok());
+    std::string shrt = temp_secret("short\n", 0600);
+    st = wanlink::read_secret_file(shrt, &s);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("shorter than 16"), std::string::npos) << st.message();
+    EXPECT_FALSE(wanlink::read_secret_file("/nonexistent/secret", &s).ok());
+    for (auto& f : {good, open, group, shrt}) unlink(f.c_str());
+}
+
+TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
+    wanlink::Hello h;
+    h.flags = wanlink::kFlagAuth | wanlink::kFlagResume;
+    h.kind = 1;
+    h.from = 7;
+    h.to = 3;
+    h.recv_off = 0x123456789abcull;
+    h.epoch = 9;
+    for (size_t i = 0; i < h.nonce.size(); ++i) h.nonce[i] = uint8_t(i * 3);
+    uint8_t b[wanlink::kHello];
+    wanlink::encode_hello(h, b);
+    wanlink::Hello g;
+    ASSERT_EQ(wanlink::decode_hello(b, &g), "");
+    EXPECT_EQ(g.flags, h.flags);
+    EXPECT_EQ(g.from, 7u);
+    EXPECT_EQ(g.to, 3u);
+    EXPECT_EQ(g.recv_off, h.recv_off);
+    EXPECT_EQ(g.nonce, h.nonce);
+    uint8_t bad[wanlink::kHello];
+    std::memcpy(bad, b, sizeof b);
+    bad[0] = 'X';
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    std::memcpy(bad, b, sizeof b);
+    bad[5] = 0x80;  // unknown flag
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    std::memcpy(bad, b, sizeof b);
+    bad[4] = 2;  // version
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+}
+
+TEST(WanlinkHandshake, MutualProofAndTlsKeyAgree) {
+    uint8_t sess[32] = {1, 2, 3};
+    wanlink::Key k = wanlink::link_key(secret_of("the job secret, 24 bytes"), sess);
+    wanlink::Hello hc, ha;
+    hc.from = 5; hc.to = 2; hc.flags = wanlink::kFlagAuth | wanlink::kFlagTls | wanlink::kFlagResume;
+    ha.from = 2; ha.to = 5; ha.flags = wanlink::kFlagAuth | wanlink::kFlagResume; ha.recv_off = 77;
+    wanlink::LinkHandshake c(true, &k, sess, hc, 2), a(false, &k, sess, ha, 5);
+    Pair p;
+    wanlink::LinkHandshake::Result rc, ra;
+    drive(c, a, p.fd[0], p.fd[1], &rc, &ra);
+    ASSERT_EQ(rc, wanlink::LinkHandshake::done) << c.reason();
+    ASSERT_EQ(ra, wanlink::LinkHandshake::done) << a.reason();
+    EXPECT_TRUE(c.tls() && a.tls());  // the stricter side wins
+    EXPECT_TRUE(c.resume() && a.resume());
+    EXPECT_EQ(c.peer().recv_off, 77u);
+    EXPECT_EQ(c.tls_psk(), a.tls_psk());
+}
+
+TEST(WanlinkHandshake, WrongSecretAndStrangersAreRefused) {
+    uint8_t sess[32] = {4};
+    wanlink::Key k1 = wanlink::link_key(secret_of("the job secret, 24 bytes"), sess);
+    wanlink::Key k2 = wanlink::link_key(secret_of("another secret, 24 bytes"), sess);
+    wanlink::Hello hc, ha;
+    hc.from = 1; hc.to = 0; hc.flags = wanlink::kFlagAuth;
+    ha.from = 0; ha.to = 1; ha.flags = wanlink::kFlagAuth;
+    {   // different secrets: the connector sees the acceptor's proof fail
+        wanlink::LinkHandshake c(true, &k2, sess, hc, 0), a(false, &k1, sess, ha, 1);
+        Pair p;
+        wanlink::LinkHandshake::Result rc, ra;
+        drive(c, a, p.fd[0], p.fd[1], &rc, &ra);
+        EXPECT_EQ(rc, wanlink::LinkHandshake::failed);
+        EXPECT_TRUE(c.auth_refused());
+        EXPECT_NE(c.reason().find("did not prove"), std::string::npos) << c.reason();
+    }
+    {   // no secret at all against a side that requires auth
+        wanlink::Hello h2 = hc;
+        h2.flags = 0;
+        wanlink::LinkHandshake c(true, nullptr, sess, h2, 0), a(false, &k1, sess, ha, 1);
+        Pair p;
+        wanlink::LinkHandshake::Result rc, ra;
+        drive(c, a, p.fd[0], p.fd[1], &rc, &ra);
+        EXPECT_EQ(ra, wanlink::LinkHandshake::failed);
+        EXPECT_NE(a.reason().find("has no job secret"), std::string::npos) << a.reason();
+    }
+    {   // a replayed handshake: yesterday's HELLO_c and MAC_c against a fresh acceptor nonce
+        wanlink::LinkHandshake c(true, &k1, sess, hc, 0), a(false, &k1, sess, ha, 1);
+        Pair p;
+        wanlink::LinkHandshake::Result rc, ra;
+        drive(c, a, p.fd[0], p.fd[1], &rc, &ra);
+        ASSERT_EQ(ra, wanlink::LinkHandshake::done);
+        // Record what the connector sent: re-run it and capture its bytes.
+        Pair q;
+        wanlink::LinkHandshake c2(true, &k1, sess, hc, 0), a2(false, &k1, sess, ha, 1);
+        // capture HELLO_c
+        ASSERT_EQ(c2.step(q.fd[0]), wanlink::LinkHandshake::again);
+        uint8_t rec[wanlink::kHello + wanlink::kMac];
+        ASSERT_EQ(read(q.fd[1], rec, wanlink::kHello), ssize_t(wanlink::kHello));
+        // Replay it to a new acceptor with a made-up MAC: refused.
+        Pair r;
+        wanlink::LinkHandshake a3(false, &k1, sess, ha, 1);
+        std::memset(rec + wanlink::kHello, 0x5a, wanlink::kMac);
+        ASSERT_EQ(write(r.fd[0], rec, sizeof rec), ssize_t(sizeof rec));
+        wanlink::LinkHandshake::Result res = wanlink::LinkHandshake::again;
+        for (int i = 0; i < 5 && res == wanlink::LinkHandshake::again; ++i) res = a3.step(r.fd[1]);
+        EXPECT_EQ(res, wanlink::LinkHandshake::failed);
+        EXPECT_TRUE(a3.auth_refused());
+    }
+    {   // the wrong host
+        wanlink::Hello h3 = hc;
+        h3.from = 9;
+        wanlink::LinkHandshake c(true, &k1, sess, h3, 0), a(false, &k1, sess, ha, 1);
+        Pair p;
+        wanlink::LinkHandshake::Result rc, ra;
+        drive(c, a, p.fd[0], p.fd[1], &rc, &ra);
+        EXPECT_EQ(ra, wanlink::LinkHandshake::failed);
+    }
+}
+
+// Fuzz target, fixed seed: random and mutated bytes to an acceptor never crash it, never make
+// it claim success, and it answers every input with done/again/failed.
+TEST(WanlinkHandshake, FuzzAcceptorInput) {
+    uint8_t sess[32] = {};
+    wanlink::Key k = wanlink::link_key(secret_of("the job secret, 24 bytes"), sess);
+    wanlink::Hello ha;
+    ha.from = 0; ha.to = 1; ha.flags = wanlink::kFlagAuth;
+    wanlink::Hello hc = ha;
+    hc.from = 1; hc.to = 0;
+    uint8_t valid[wanlink::kHello];
+    wanlink::encode_hello(hc, valid);
+    std::mt19937 rng(13);
+    for (int it = 0; it < 3000; ++it) {
+        std::vector<uint8_t> in(wanlink::kHello + wanlink::kMac);
+        if (it % 2) {
+            std::memcpy(in.data(), valid, wanlink::kHello);
+            for (int f = 0; f < 1 + int(rng() % 4); ++f) in[rng() % in.size()] ^= uint8_t(1 + rng() % 255);
+        } else {
+            for (auto& b : in) b = uint8_t(rng());
+        }
+        in.resize(rng() % (in.size() + 1));
+        Pair p;
+        wanlink::LinkHandshake a(false, &k, sess, ha, 1);
+        if (!in.empty()) {
+            ASSERT_EQ(write(p.fd[0], in.data(), in.size()), ssize_t(in.size()));
+        }
+        shutdown(p.fd[0], SHUT_WR);
+        wanlink::LinkHandshake::Result r = wanlink::LinkHandshake::again;
+        for (int i = 0; i < 6 && r == wanlink::LinkHandshake::again; ++i) r = a.step(p.fd[1]);
+        EXPECT_EQ(r, wanlink::LinkHandshake::failed) << "iteration " << it;
+    }
+}
+
+TEST(WanlinkReplay, LogKeepsWhatIsUnconfirmedAndResendsFromAnyOffset) {
+    wanlink::SendLog log;
+    std::vector<uint8_t> all;
+    std::mt19937 rng(3);
+    for (int i = 0; i < 300; ++i) {
+        std::vector<uint8_t> a(rng() % 20000), b(rng() % 3000);
+        for (auto& x : a) x = uint8_t(rng());
+        for (auto& x : b) x = uint8_t(rng());
+        iovec iov[2] = {{a.data(), a.size()}, {b.data(), b.size()}};
+        size_t take = (a.size() + b.size()) ? rng() % (a.size() + b.size() + 1) : 0;
+        log.append(iov, 2, take);
+        std::vector<uint8_t> ab(a);
+        ab.insert(ab.end(), b.begin(), b.end());
+        all.insert(all.end(), ab.begin(), ab.begin() + long(take));
+        if (i % 7 == 0) {
+            ASSERT_TRUE(log.ack(log.begin() + (log.size() ? rng() % log.size() : 0)));
+        }
+    }
+    ASSERT_EQ(log.end(), all.size());
+    EXPECT_FALSE(log.ack(log.end() + 1));       // bytes never sent: refused
+    EXPECT_TRUE(log.ack(log.begin() ? log.begin() - 1 : 0));  // an old confirmation: ignored
+    for (int t = 0; t < 50; ++t) {
+        uint64_t from = log.begin() + (log.size() ? rng() % log.size() : 0);
+        std::vector<uint8_t> got;
+        iovec iov[8];
+        uint64_t at = from;
+        while (at < log.end()) {
+            int n = log.iov_from(at, iov, 8);
+            ASSERT_GT(n, 0);
+            for (int i = 0; i < n; ++i) {
+                auto* p = static_cast<uint8_t*>(iov[i].iov_base);
+                got.insert(got.end(), p, p + iov[i].iov_len);
+                at += iov[i].iov_len;
+            }
+        }
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), all.begin() + long(from)));
+    }
 }

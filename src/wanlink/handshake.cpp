@@ -1,0 +1,225 @@
+#include "wanlink/handshake.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/core_names.h>
+#include <openssl/rand.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/codec.hpp"
+#include "base/log.hpp"
+#include "base/socket.hpp"
+
+namespace wanmpi::wanlink {
+
+void random_bytes(uint8_t* p, size_t n) {
+    // RAND_bytes only fails when the OS cannot seed it; there is no safe way on without it.
+    if (RAND_bytes(p, int(n)) != 1) std::abort();
+}
+
+Key hmac(const uint8_t* key, size_t keylen,
+         std::initializer_list<std::pair<const void*, size_t>> parts) {
+    Key out{};
+    // OpenSSL 3's streaming MAC interface over the parts (no concatenated copy).
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    EVP_MAC_CTX* ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
+    OSSL_PARAM params[2];
+    char digest[] = "SHA256";
+    params[0] = OSSL_PARAM_construct_utf8_string("digest", digest, 0);
+    params[1] = OSSL_PARAM_construct_end();
+    static const uint8_t zero = 0;
+    size_t outl = 0;
+    bool ok = ctx && EVP_MAC_init(ctx, keylen ? key : &zero, keylen, params) == 1;
+    for (const auto& [p, n] : parts) ok = ok && EVP_MAC_update(ctx, static_cast<const uint8_t*>(p), n) == 1;
+    ok = ok && EVP_MAC_final(ctx, out.data(), &outl, out.size()) == 1 && outl == out.size();
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+    if (!ok) std::abort();  // only on a broken libcrypto
+    return out;
+}
+
+bool equal_mac(const uint8_t* a, const uint8_t* b) {
+    uint8_t d = 0;
+    for (size_t i = 0; i < kMac; ++i) d |= uint8_t(a[i] ^ b[i]);
+    return d == 0;
+}
+
+static const char kClient[] = "wanmpi-auth-client";
+static const char kServer[] = "wanmpi-auth-server";
+static const char kLink[] = "wanmpi-link";
+
+Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]) {
+    return hmac(s.bytes.data(), s.bytes.size(),
+                {{kClient, sizeof kClient - 1}, {ns, kNonce}, {nc, kNonce}, {sess, kNonce}});
+}
+Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]) {
+    return hmac(s.bytes.data(), s.bytes.size(),
+                {{kServer, sizeof kServer - 1}, {ns, kNonce}, {nc, kNonce}, {sess, kNonce}});
+}
+Key link_key(const Secret& s, const uint8_t sess[32]) {
+    return hmac(s.bytes.data(), s.bytes.size(), {{kLink, sizeof kLink - 1}, {sess, kNonce}});
+}
+
+// ---- HELLO --------------------------------------------------------------------------------------
+void encode_hello(const Hello& h, uint8_t o[kHello]) {
+    std::memset(o, 0, kHello);
+    std::memcpy(o, "WLNK", 4);
+    o[4] = 1;
+    o[5] = h.flags;
+    o[6] = h.kind;
+    base::put_be32(o + 8, h.from);
+    base::put_be32(o + 12, h.to);
+    base::put_be64(o + 16, h.recv_off);
+    base::put_be32(o + 24, h.epoch);
+    std::memcpy(o + 32, h.nonce.data(), kNonce);
+}
+
+std::string decode_hello(const uint8_t in[kHello], Hello* h) {
+    if (std::memcmp(in, "WLNK", 4) != 0) return "not a wanmpi link handshake (no WLNK magic)";
+    if (in[4] != 1) return "link handshake version " + std::to_string(in[4]) + " (this wanmpi speaks 1)";
+    if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed))
+        return "unknown link handshake flags " + std::to_string(in[5]);
+    if (in[6] > 1) return "unknown link handshake kind " + std::to_string(in[6]);
+    if (in[7] || base::get_be32(in + 28)) return "reserved link handshake bytes are not zero";
+    Hello r;
+    r.flags = in[5];
+    r.kind = in[6];
+    r.from = base::get_be32(in + 8);
+    r.to = base::get_be32(in + 12);
+    r.recv_off = base::get_be64(in + 16);
+    r.epoch = base::get_be32(in + 24);
+    std::memcpy(r.nonce.data(), in + 32, kNonce);
+    *h = r;
+    return "";
+}
+
+// ---- the state machine --------------------------------------------------------------------------
+LinkHandshake::LinkHandshake(bool connector, const Key* keyed, const uint8_t sess[32], Hello mine,
+                             uint32_t expect_from)
+    : connector_(connector), mine_(mine), expect_(expect_from) {
+    static const Secret empty;
+    plain_ = link_key(empty, sess);
+    if (keyed) {
+        have_keyed_ = true;
+        keyed_ = *keyed;
+        mine_.flags |= kFlagKeyed;
+    } else {
+        mine_.flags &= uint8_t(~kFlagKeyed);
+    }
+    random_bytes(mine_.nonce.data(), kNonce);
+    if (connector_) {
+        encode_hello(mine_, hc_);
+        std::memcpy(out_, hc_, kHello);
+        out_len_ = kHello;
+        in_want_ = kHello + kMac;  // HELLO_a MAC_a
+    } else {
+        encode_hello(mine_, ha_);
+        in_want_ = kHello;         // HELLO_c
+    }
+}
+
+LinkHandshake::Result LinkHandshake::fail(std::string why, bool auth) {
+    why_ = std::move(why);
+    auth_refused_ = auth;
+    phase_ = -1;
+    return failed;
+}
+
+Key LinkHandshake::tls_psk() const {
+    static const char t[] = "tls";
+    return hmac(key_.data(), key_.size(), {{t, 3}, {hc_, kHello}, {ha_, kHello}});
+}
+
+LinkHandshake::Result LinkHandshake::step(int fd) {
+    if (phase_ < 0) return failed;
+    for (;;) {
+        // Write what is queued first; a handshake message is small, a fresh socket takes it.
+        while (out_off_ < out_len_) {
+            ssize_t w = ::send(fd, out_ + out_off_, out_len_ - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0) {
+                out_off_ += size_t(w);
+                continue;
+            }
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return again;
+            return fail("link handshake: sending: " + base::errno_text(errno));
+        }
+        out_off_ = out_len_ = 0;
+        if (phase_ == 2) return done;  // our last message is out
+        while (in_got_ < in_want_) {
+            // Exactly what the handshake needs: later bytes belong to TLS or the IMPI stream.
+            ssize_t r = ::recv(fd, in_ + in_got_, in_want_ - in_got_, MSG_DONTWAIT);
+            if (r > 0) {
+                in_got_ += size_t(r);
+                continue;
+            }
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return again;
+            return fail(r == 0 ? "link handshake: the peer closed the connection"
+                               : "link handshake: receiving: " + base::errno_text(errno));
+        }
+        // A complete message from the peer.
+        if (phase_ == 0) {
+            std::string err = decode_hello(in_, &peer_);
+            if (!err.empty()) return fail("link handshake: " + err);
+            if (peer_.from != expect_)
+                return fail("link handshake: the peer says it is host " + std::to_string(peer_.from) +
+                            ", expected host " + std::to_string(expect_));
+            if (peer_.to != mine_.from)
+                return fail("link handshake: the peer wants host " + std::to_string(peer_.to) +
+                            ", this is host " + std::to_string(mine_.from));
+            if (peer_.kind != mine_.kind && !connector_)
+                mine_.kind = peer_.kind;  // the acceptor answers in the connector's kind
+            const bool both_keyed = (peer_.flags & kFlagKeyed) && have_keyed_;
+            const bool required = ((peer_.flags | mine_.flags) & kFlagAuth) != 0;
+            if (required && !both_keyed) {
+                if (!have_keyed_)
+                    return fail("link handshake: host " + std::to_string(peer_.from) +
+                                    " requires authentication (WANMPI_WAN_SECURITY=auth or tls) "
+                                    "but this cluster has no job secret (WANMPI_JOB_SECRET_FILE)",
+                                true);
+                return fail("link handshake: host " + std::to_string(peer_.from) +
+                                " has no job secret, and this cluster requires authentication",
+                            true);
+            }
+            key_ = both_keyed ? keyed_ : plain_;
+            if (connector_) {
+                std::memcpy(ha_, in_, kHello);
+                Key want = hmac(key_.data(), key_.size(), {{"A", 1}, {hc_, kHello}, {ha_, kHello}});
+                if (!equal_mac(want.data(), in_ + kHello))
+                    return fail("link handshake: host " + std::to_string(peer_.from) +
+                                    " did not prove it holds the job secret (wrong "
+                                    "WANMPI_JOB_SECRET, or not this job)",
+                                true);
+                Key mc = hmac(key_.data(), key_.size(), {{"C", 1}, {hc_, kHello}, {ha_, kHello}});
+                std::memcpy(out_, mc.data(), kMac);
+                out_len_ = kMac;
+                phase_ = 2;
+                continue;
+            }
+            std::memcpy(hc_, in_, kHello);
+            encode_hello(mine_, ha_);
+            Key ma = hmac(key_.data(), key_.size(), {{"A", 1}, {hc_, kHello}, {ha_, kHello}});
+            std::memcpy(out_, ha_, kHello);
+            std::memcpy(out_ + kHello, ma.data(), kMac);
+            out_len_ = kHello + kMac;
+            in_got_ = 0;
+            in_want_ = kMac;
+            phase_ = 1;
+            continue;
+        }
+        // phase 1, acceptor: MAC_c.
+        Key want = hmac(key_.data(), key_.size(), {{"C", 1}, {hc_, kHello}, {ha_, kHello}});
+        if (!equal_mac(want.data(), in_))
+            return fail("link handshake: the peer claiming host " + std::to_string(peer_.from) +
+                            " did not prove it holds the job secret (a stranger, a replayed "
+                            "handshake, or a wrong WANMPI_JOB_SECRET)",
+                        true);
+        return done;
+    }
+}
+
+}  // namespace wanmpi::wanlink

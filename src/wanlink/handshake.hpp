@@ -1,0 +1,117 @@
+// Proving membership of the job (issue 13, docs/security.md): the wire formats and MACs of
+//   (1) wanmpi's AUTH method with impi-server, an IMPI AUTH method (IMPI.md §3.4) beside NONE
+//       and KEY, and
+//   (2) the link handshake every inter-cluster connection between two wanmpi hosts runs before
+//       its first IMPI packet: at the dance, and again at every reconnect.
+// Both are mutual challenge-response over HMAC-SHA-256 with fresh 32-byte nonces from both
+// sides, so nothing on the wire can be replayed and the secret never travels.
+//
+// (1) AUTH method WANMPI_HMAC (bit 16 of the AUTH mask; IMPI defines bits 0 and 1):
+//   C -> S  {AUTH,4} mask                                  (IMPI)
+//   S -> C  Int4 which = 16, Int4 len = 64, Ns[32] S[32]   (IMPI's server-auth record; LAM
+//                                                           ignores len, IMPI meant it for
+//                                                           method data: here the challenge)
+//   C -> S  Nc[32] MACc[32]   MACc = HMAC(secret, "wanmpi-auth-client" Ns Nc S)
+//   S -> C  Uint4 verdict (0 ok, 1 refused) MACs[32]      MACs = HMAC(secret, "wanmpi-auth-server" Ns Nc S)
+//   S is the server's session nonce, one per impi-server run; it reaches every rank and binds
+//   the link key to this job: K = HMAC(secret, "wanmpi-link" S).
+// (2) Link handshake, after the dance's Uint4 host rank (IMPI.md §4), for pairs whose highest
+//   common version is wanmpi's (impi_tables.hpp):
+//   C -> A  HELLO_c (64 bytes)
+//   A -> C  HELLO_a MAC_a      MAC_a = HMAC(K, "A" HELLO_c HELLO_a)
+//   C -> A  MAC_c              MAC_c = HMAC(K, "C" HELLO_c HELLO_a)
+//   HELLO: "WLNK" | u8 version=1 | u8 flags | u8 kind (0 first, 1 reconnect) | u8 0 |
+//          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 0 | nonce[32]
+//   flags: bit0 this side requires auth, bit1 wants TLS, bit2 can resume (replay), bit3 this
+//          side holds a job secret. K is the secret's key when both hold one, else the key of
+//          the empty secret; a side that requires auth refuses a peer without the secret.
+//   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
+//   With K from the empty secret (security none) the exchange is the same and protects nothing. The TLS 1.3 PSK of the connection is HMAC(K, "tls" HELLO_c HELLO_a).
+//
+// Threading: pure functions and a per-connection state machine; thread-safe.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "wanlink/secret.hpp"
+
+namespace wanmpi::wanlink {
+
+using Key = std::array<uint8_t, 32>;
+constexpr size_t kNonce = 32, kMac = 32;
+
+void random_bytes(uint8_t* p, size_t n);
+// HMAC-SHA-256 of the concatenation of up to 4 parts.
+Key hmac(const uint8_t* key, size_t keylen, std::initializer_list<std::pair<const void*, size_t>> parts);
+bool equal_mac(const uint8_t* a, const uint8_t* b);  // constant time
+
+// ---- (1) impi-server AUTH -----------------------------------------------------------------------
+constexpr uint32_t kAuthHmac = 16;  // method number (mask bit 16)
+constexpr uint32_t kAuthChallengeLen = 2 * kNonce;   // Ns S
+constexpr size_t kAuthResponse = kNonce + kMac;      // Nc MACc
+constexpr size_t kAuthVerdict = 4 + kMac;            // verdict MACs
+Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]);
+Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]);
+// K for the link handshakes of a job (sess: the server's session nonce; all zero if the job
+// did not use wanmpi's AUTH method).
+Key link_key(const Secret& s, const uint8_t sess[32]);
+
+// ---- (2) link handshake -------------------------------------------------------------------------
+constexpr size_t kHello = 64;
+enum HelloFlags : uint8_t { kFlagAuth = 1, kFlagTls = 2, kFlagResume = 4, kFlagKeyed = 8 };
+struct Hello {
+    uint8_t flags = 0;
+    uint8_t kind = 0;  // 0 at the dance, 1 reconnect
+    uint32_t from = 0, to = 0;
+    uint64_t recv_off = 0;
+    uint32_t epoch = 0;
+    std::array<uint8_t, kNonce> nonce{};
+};
+void encode_hello(const Hello& h, uint8_t out[kHello]);
+// "" or what is wrong (never trusts a field).
+std::string decode_hello(const uint8_t in[kHello], Hello* h);
+
+// One side of the handshake on a connected socket, driven by nonblocking I/O: step() reads and
+// writes what it can and returns done / again (wait for the fd) / failed (reason()). The
+// Uint4 host rank that precedes it is the caller's (the dance reads it to pick the peer).
+class LinkHandshake {
+public:
+    enum Result { done, again, failed };
+    // mine: this side's HELLO (nonce and kFlagKeyed are filled in here). keyed: the link key
+    // of the job secret, nullptr without one. sess: the session nonce (for the empty-secret
+    // key). expect_from: the host the peer must be (acceptor: the rank it sent; connector:
+    // the host we dialled).
+    LinkHandshake(bool connector, const Key* keyed, const uint8_t sess[32], Hello mine,
+                  uint32_t expect_from);
+    Result step(int fd);
+    const std::string& reason() const { return why_; }
+    // After done: the peer's HELLO, and the stricter of the two sides' demands.
+    const Hello& peer() const { return peer_; }
+    bool tls() const { return ((mine_.flags | peer_.flags) & kFlagTls) != 0; }
+    bool resume() const { return (mine_.flags & peer_.flags & kFlagResume) != 0; }
+    Key tls_psk() const;
+    // True when the failure is the peer lacking the secret or holding another one (a MAC that
+    // does not verify), as opposed to malformed bytes or a broken connection.
+    bool auth_refused() const { return auth_refused_; }
+
+private:
+    Result fail(std::string why, bool auth = false);
+    bool connector_;
+    bool have_keyed_ = false;
+    Key keyed_{}, plain_{}, key_{};
+    Hello mine_, peer_;
+    uint32_t expect_;
+    uint8_t hc_[kHello], ha_[kHello];  // HELLO_c, HELLO_a as sent
+    uint8_t out_[kHello + kMac];
+    size_t out_len_ = 0, out_off_ = 0;
+    uint8_t in_[kHello + kMac];
+    size_t in_want_ = 0, in_got_ = 0;
+    int phase_ = 0;
+    std::string why_;
+    bool auth_refused_ = false;
+};
+
+}  // namespace wanmpi::wanlink
