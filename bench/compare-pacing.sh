@@ -486,7 +486,6 @@ cp "$TMP/monitor.csv" "$TMP/monitor.keep.csv" 2>/dev/null
 say "load after: $(uptime) ($(( $(date +%s) - T0 )) s)"
 
 # ==== report ======================================================================================
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # win ID LABEL: the counter deltas between "LABEL begin" and "LABEL end" of job ID (or of the
 # whole job for LABEL "job"): "dt arrivals arrival_bytes delivered delivered_bytes dropq dropr
 # late_over tun_drops retrans rtos up_begin up_end cc", empty if either is missing

@@ -171,7 +171,6 @@ ok() {
 # get KIND KEY FILE: KEY's values of the lines "relay_kernels: KIND ..."
 get() { awk -v k="$1" -v key="$2" '$1 == "relay_kernels:" && $2 == k {
     for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == key) print kv[2] } }' "$3"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 med() { get "$1" "$2" "$3" | median; }
 addr() { "$W" hosts --name "$1" --kv | awk -v h="$2" -v k="$3" '{ split($1, a, "="); if (a[2] != h) next
     for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }'; }

@@ -102,8 +102,6 @@ run_openmpi() {  # NP-per-site ARGS...
     env "${OMPI_ENV[@]}" timeout 600 "$W" exec c0h0 -- mpirun.openmpi "${OMPI_ARGS[@]}" \
         --host "c0h0:$np,c1h0:$np" -np $((2 * np)) "$TMP/wan_bench.openmpi" "$@"
 }
-val() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 say "load before: $(uptime)"
 for r in $(seq 1 "$RUNS"); do
@@ -134,7 +132,7 @@ say "load after: $(uptime)"
 m() {
     local r
     for r in $(seq 1 "$RUNS"); do
-        [ -f "$2.$r" ] && val "$1" "$2.$r"
+        [ -f "$2.$r" ] && kv "$1" "$2.$r"
     done | median
 }
 tcp_lat=$(m tcp_lat_us "$TMP/tcp")

@@ -1,4 +1,4 @@
-# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh). Source it
+# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh). Source it
 # with BENCH_NAME (the script's name, for messages) and OMPI (1: compare with Open MPI) set.
 
 say() { printf '%s\n' "$*" >&2; }
@@ -39,3 +39,8 @@ wan_build_tcp_pingpong() {
     cc -O2 -Wall -o "$TMP/wan_tcp_pingpong" "$ROOT/bench/wan_tcp_pingpong.c" 2>"$TMP/build.log" ||
         die "building wan_tcp_pingpong failed: $(cat "$TMP/build.log")"
 }
+
+# median: the median of the numbers on stdin, one per line ("n/a" if none).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# kv KEY FILE: the value of the first "KEY value ..." line of FILE (the benchmarks' output form).
+kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }

@@ -1067,7 +1067,13 @@ int engine_init(int required, int* provided) {
         g->transports.push_back(std::move(t));
     }
     if (!wan_peers.empty()) {
-        auto w = make_wan_transport(g->impi->job, g->rank, std::move(g->impi->conns), wan_peers);
+        WanLinks links;
+        links.link = g->impi->link;
+        links.results = g->impi->links;
+        links.tls = std::move(g->impi->tls);
+        links.listener = std::move(g->impi->listener);
+        auto w = make_wan_transport(g->impi->job, g->rank, std::move(g->impi->conns), wan_peers,
+                                    std::move(links));
         g->wan = w.get();
         by_name["wan"] = w.get();
         g->transports.push_back(std::move(w));
@@ -1084,6 +1090,21 @@ int engine_init(int required, int* provided) {
             WANMPI_LOG(error, "transport %s: %s", t->name(), s.message().c_str());
             return MPI_ERR_OTHER;
         }
+    // Fence 3, where a host has several ranks: none leaves MPI_Init before every rank has
+    // attached its peers' shared memory. Attaching takes the peer's segment fd (pidfd_getfd),
+    // which needs the peer alive; without this fence a fast rank could finish MPI_Init and call
+    // MPI_Abort, or exit, while a slower one was still attaching, and the slower one then failed
+    // MPI_Init over a peer that had done nothing wrong (issue 16). MPICH and Open MPI users expect
+    // MPI_Init to behave as if collective (MPICH synchronizes a host's ranks once they attached
+    // its start-up shared memory, Open MPI ends MPI_Init with a fence), so an MPI_Abort right
+    // after it shows up as the abort and nothing else. Costs one bootstrap round trip. A peer
+    // that really dies during start-up is named by shm's connect() or by this fence's failure.
+    if (ln > 1 && enabled("shm") && hosts.size() < size_t(ln) && !getenv("TMP_NOFENCE3")) {
+        if (auto s = g->pmi->fence(); !s.ok()) {
+            WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
+            return MPI_ERR_OTHER;
+        }
+    }
 
     g->host_of = job.host_of;
     g->route.resize(n);

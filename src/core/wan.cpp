@@ -29,11 +29,16 @@
 #include <unistd.h>
 
 #include "base/clock.hpp"
+#include "base/codec.hpp"
 #include "base/log.hpp"
 #include "core/engine_impl.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/handshake.hpp"
 #include "wanlink/pacer.hpp"
+#include "wanlink/replay.hpp"
 #include "wanlink/tcp_tune.hpp"
+#include "wanlink/tls.hpp"
+#include <poll.h>
 
 namespace wanmpi::core {
 
@@ -49,6 +54,7 @@ struct Out {
     SendOp* op = nullptr;         // completed once the packet is written
     std::unique_ptr<char[]> own;  // payload copy (try_send that could not write it all)
     bool counted = true;          // counts for flow control
+    bool is_ack = false;          // PK_WAN_ACK
 };
 
 // What the engine sent that a SYNCACK / CANCEL reply refers to.
@@ -105,6 +111,36 @@ struct Peer {
     std::map<uint64_t, LongRecv> long_recvs;     // by drqid
     wanlink::LinkCounters ctr;                   // WANMPI_WAN_STATS
     int64_t hold_until = 0;                      // no writes before (stagger)
+    // The link (issue 13, wanlink/): TLS, and the resumable stream (replay.hpp). While `down`
+    // the peer stays alive for MPI: sends queue in `wire`, and the stream resumes at the
+    // peer's recv_off once a reconnect succeeds (or the peer fails after reconnect_ms).
+    std::unique_ptr<wanlink::Tls> tls;
+    bool want_tls = false;
+    bool resume = false;
+    wanlink::SendLog log;
+    uint64_t recv_off = 0;     // bytes of the peer's stream consumed
+    uint64_t acked_out = 0;    // recv_off last sent in a PK_WAN_ACK
+    uint64_t replay_pos = 0;   // next log byte to write; < log.end() while resending
+    bool down = false;
+    bool suspended = false;    // a reconnect handshake for this peer is under way: no reads
+    int64_t down_since = 0;
+    int64_t next_try = 0, backoff_ms = 10;
+    std::string down_why;
+    uint32_t reconnects = 0;
+    uint64_t skip_in = 0;      // bytes of the new connection already consumed on the old one
+};
+
+// An incoming connection on the host socket after the dance: a peer reconnecting (or a
+// stranger), driven without blocking until its link handshake proves it.
+struct Pending {
+    base::Fd fd;
+    uint8_t rank[4] = {};
+    size_t got = 0;
+    int peer = -1;
+    std::unique_ptr<wanlink::LinkHandshake> hs;
+    int64_t deadline = 0;
+    std::string from;
+    uint64_t hello_recv_off = 0;  // the recv_off our HELLO named
 };
 
 // The engine header of a message that needs matching (EAGER, or the RTS of a long message):
@@ -139,8 +175,9 @@ struct Local {
 
 class Wan final : public WanTransport {
 public:
-    Wan(const impi::Job& job, int me, std::vector<base::Fd> conns, const std::vector<int>& peers)
-        : job_(job), me_(me) {
+    Wan(const impi::Job& job, int me, std::vector<base::Fd> conns, const std::vector<int>& peers,
+        WanLinks links)
+        : job_(job), me_(me), links_(std::move(links)) {
         maxlen_ = job.maxlen;
         hiwater_ = std::max<uint32_t>(1, job.hiwater);
         ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
@@ -158,14 +195,32 @@ public:
                 p.why = "no IMPI connection to rank " + std::to_string(r);
                 continue;
             }
+            if (size_t(r) < links_.results.size()) {
+                p.resume = links_.results[size_t(r)].resume && reconnect_ms_ > 0;
+                p.want_tls = links_.results[size_t(r)].tls;
+            }
+            if (size_t(r) < links_.tls.size()) p.tls = std::move(links_.tls[size_t(r)]);
             base::set_nonblock(p.fd, true);
             base::set_nodelay(p.fd);
             wanlink::tune_socket(p.fd, tuning);
+            if (p.resume) wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
             epoll_event ev{};
             ev.events = EPOLLIN;
             ev.data.u32 = uint32_t(r);
             epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
             list_.push_back(r);
+            any_resume_ = any_resume_ || p.resume;
+        }
+        tuning_ = tuning;
+        // Reconnects come in on the host socket of the dance (only if some peer can resume).
+        if (any_resume_ && links_.listener) {
+            base::set_nonblock(links_.listener.get(), true);
+            epoll_event lev{};
+            lev.events = EPOLLIN;
+            lev.data.u32 = kListenTag;
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, links_.listener.get(), &lev);
+        } else {
+            links_.listener.reset();
         }
         rbuf_.resize(kStage);
         // Pacing: the bucket's refill wakes a rank that sleeps with bytes held back.
@@ -220,15 +275,40 @@ public:
                         break;
                     }
         }
+        bool wake = false;
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
-            bool want = p.alive && !p.wire.empty() && !throttled && !held_back(p);
+            if (!p.alive) continue;
+            if (p.down || !incoming_.empty()) {
+                // Reconnect attempts, the reconnect deadline and pending handshakes are timed:
+                // come back at the next attempt (the listener wakes the accepting side).
+                // (Handshake bytes of pending connections wake us through epoll; the timer only
+                // enforces their deadline.)
+                const int64_t now_ms = base::now_ns() / 1000000;
+                int64_t at = now_ms + 1000;
+                if (p.down) {
+                    at = std::min(at, p.down_since + reconnect_ms_);
+                    if (me_ > p.rank) at = std::min(at, p.next_try);
+                }
+                arm_timer(std::max<int64_t>(at - now_ms, 0) * 1000000);
+                if (p.down) continue;
+            }
+            // Plaintext TLS already decrypted is not in the socket: epoll would not wake us.
+            if (p.tls && p.tls->pending() && !p.suspended) wake = true;
+            bool want = (!p.wire.empty() || (p.tls && p.tls->backlog() > 0) ||
+                         p.replay_pos < p.log.end()) &&
+                        !throttled && !held_back(p);
             if (want == p.want_out) continue;
             epoll_event ev{};
             ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
             ev.data.u32 = uint32_t(r);
             epoll_ctl(epfd_, EPOLL_CTL_MOD, p.fd, &ev);
             p.want_out = want;
+        }
+        if (wake && evfd_ >= 0) {
+            uint64_t one = 1;
+            ssize_t w = ::write(evfd_, &one, sizeof one);
+            (void)w;
         }
     }
     uint64_t max_inline() const override { return 16384; }
@@ -368,7 +448,9 @@ private:
         }
     }
     bool can_send_now(const Peer& p) const {
-        return p.alive && p.wire.empty() && p.held.empty() && p.sent < hiwater_ &&
+        return p.alive && !p.down && !p.suspended && p.wire.empty() && p.held.empty() &&
+               p.sent < hiwater_ && p.replay_pos == p.log.end() &&
+               !(p.tls && p.tls->backlog() > 0) && !(p.resume && p.log.full()) &&
                (!p.hold_until || !held_back(p)) && !warming(p);
     }
     // Linux paces nothing before a connection's tenth data segment: its initial window leaves
@@ -402,10 +484,15 @@ private:
     }
     void fail(Peer& p, const std::string& why) {
         if (!p.alive) return;
+        // Said here once: MPI reports it only where a call involves the peer.
+        WANMPI_LOG(warn, "%s", why.c_str());
         p.alive = false;
         p.why = why;
-        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-        ::close(p.fd);
+        p.tls.reset();
+        if (p.fd >= 0) {
+            epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+            ::close(p.fd);
+        }
         p.fd = -1;
         for (auto* q : {&p.wire, &p.held})
             for (Out& o : *q)
@@ -413,6 +500,129 @@ private:
         p.wire.clear();
         p.held.clear();
     }
+    // ---- the link: TLS, the resumable stream, reconnects (issue 13) ----------------------------
+    // Writes through TLS or to the socket; what was taken goes into the log of a resumable
+    // stream (a copy: the bytes must outlive the caller's buffer until the peer confirms them).
+    ssize_t io_writev(Peer& p, const iovec* iov, int n) {
+        ssize_t w = p.tls ? p.tls->writev(iov, n) : ::writev(p.fd, iov, n);
+        if (w > 0 && p.resume) {
+            p.log.append(iov, n, size_t(w));
+            p.replay_pos = p.log.end();
+        }
+        return w;
+    }
+    ssize_t raw_recv(Peer& p, void* buf, size_t n) {
+        return p.tls ? p.tls->recv(buf, n) : ::recv(p.fd, buf, n, MSG_DONTWAIT);
+    }
+    ssize_t io_recv(Peer& p, void* buf, size_t n) {
+        // After a reconnect we accepted while the old connection still delivered: the peer
+        // resends from the offset our HELLO named, and what we consumed since is dropped here.
+        while (p.skip_in > 0) {
+            char tmp[65536];
+            ssize_t r = raw_recv(p, tmp, size_t(std::min<uint64_t>(sizeof tmp, p.skip_in)));
+            if (r <= 0) return r;
+            p.skip_in -= uint64_t(r);
+        }
+        ssize_t r = raw_recv(p, buf, n);
+        if (r > 0) p.recv_off += uint64_t(r);
+        return r;
+    }
+    std::string io_error(const Peer& p) const {
+        const int e = errno;
+        std::string t = std::strerror(e);
+        if (p.tls && !p.tls->error().empty()) t += " (TLS: " + p.tls->error() + ")";
+        if (e == EBADMSG) t += "; a TLS record failed authentication: the data was altered on the way";
+        return t;
+    }
+    // The connection broke. A resumable stream goes down and waits for a reconnect (MPI sees
+    // nothing); anything else fails the peer. A TLS record that failed authentication (altered
+    // on the way) is dropped by TLS before a byte of it is delivered, so the stream resumes
+    // just before it, from an untouched copy: an attacker who alters data costs a reconnect.
+    void broken(Peer& p, const std::string& why) {
+        if (!p.alive || p.down) return;
+        if (!p.resume) return fail(p, why);
+        WANMPI_LOG(warn, "%s; reconnecting (up to %lld s, WANMPI_WAN_RECONNECT_S)", why.c_str(),
+                   (long long)(reconnect_ms_ / 1000));
+        p.tls.reset();
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        ::close(p.fd);
+        p.fd = -1;
+        p.want_out = false;
+        p.down = true;
+        p.down_why = why;
+        p.down_since = (base::now_ns() / 1000000);
+        p.next_try = p.down_since;
+        p.backoff_ms = 10;
+        arm_timer(1'000'000);
+    }
+    // "I have consumed recv_off bytes of your stream": at the front of the queue (after a packet
+    // half written), so that it overtakes data a full log holds back.
+    void queue_ack(Peer& p) {
+        Packet pk = base_packet(p, impi::PK_WAN_ACK);
+        pk.srqid = p.recv_off;
+        Out o;
+        impi::encode_packet(pk, o.hdr);
+        o.counted = false;
+        o.is_ack = true;
+        auto at = p.wire.begin();
+        if (at != p.wire.end() && at->off > 0) ++at;
+        p.wire.insert(at, std::move(o));
+        p.acked_out = p.recv_off;
+    }
+    wanlink::Hello hello_for(const Peer& p) const {
+        wanlink::Hello h;
+        h.flags = links_.link.flags;
+        h.kind = 1;
+        h.from = uint32_t(me_);
+        h.to = uint32_t(p.rank);
+        h.recv_off = p.recv_off;
+        h.epoch = p.reconnects + 1;
+        return h;
+    }
+    // A new connection for a peer whose link handshake (and TLS) succeeded: resume the stream
+    // where the peer stopped.
+    bool resume_on(Peer& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls, uint64_t peer_recv_off,
+                   uint64_t skip_in = 0) {
+        if (peer_recv_off < p.log.begin() || peer_recv_off > p.log.end()) {
+            fail(p, "reconnected to " + peer_name(p.rank) + ", but it asks to resume at byte " +
+                    std::to_string(peer_recv_off) + " while this side keeps bytes " +
+                    std::to_string(p.log.begin()) + ".." + std::to_string(p.log.end()));
+            return false;
+        }
+        if (p.fd >= 0) {  // the peer found the old connection dead before we did
+            epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+            ::close(p.fd);
+        }
+        p.log.ack(peer_recv_off);
+        p.replay_pos = peer_recv_off;
+        p.skip_in = skip_in;
+        p.fd = fd.release();
+        p.tls = std::move(tls);
+        base::set_nonblock(p.fd, true);
+        base::set_nodelay(p.fd);
+        wanlink::tune_socket(p.fd, tuning_);
+        wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
+        if (cap_) wanlink::set_socket_pacing(p.fd, cap_);
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = uint32_t(p.rank);
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
+        p.want_out = false;
+        const int64_t took = p.down ? (base::now_ns() / 1000000) - p.down_since : 0;
+        p.down = false;
+        p.suspended = false;
+        p.reconnects++;
+        WANMPI_LOG(warn, "reconnected to %s after %lld ms; resending %llu bytes it had not "
+                         "received",
+                   peer_name(p.rank).c_str(), (long long)took,
+                   (unsigned long long)(p.log.end() - peer_recv_off));
+        return true;
+    }
+    // The side that dialled at the dance (the higher host) dials again; the other waits on its
+    // host socket (serve_reconnects). Both give up after WANMPI_WAN_RECONNECT_S.
+    int reconnect_step(Peer& p);
+    int serve_reconnects();
+
     void push_local(Local l) {
         if (local_.empty() && evfd_ >= 0) {
             uint64_t one = 1;
@@ -448,6 +658,8 @@ private:
     void close_all() {
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
+            if (p.tls) p.tls->shutdown();  // close_notify: an orderly end, not a truncation
+            p.tls.reset();
             if (p.fd >= 0) ::close(p.fd);
             p.fd = -1;
             p.alive = false;
@@ -468,6 +680,13 @@ private:
 
     const impi::Job& job_;
     int me_;
+    WanLinks links_;
+    wanlink::TcpTuning tuning_;
+    int64_t reconnect_ms_ = wanlink::reconnect_ms();
+    bool any_resume_ = false;
+    std::vector<Pending> incoming_;
+    int64_t accept_checked_ = 0;
+    static constexpr uint32_t kListenTag = UINT32_MAX - 2;
     uint64_t maxlen_ = 0;
     uint32_t hiwater_ = 1, ackmark_ = 1;
     impi::Proc my_proc_;
@@ -602,11 +821,11 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
             iov[1].iov_len = allowed - sizeof o.hdr;
         }
     }
-    ssize_t n = allowed ? ::writev(p.fd, iov, niov) : 0;
+    ssize_t n = allowed ? io_writev(p, iov, niov) : 0;
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            fail(p, "sending to " + peer_name(peer) + ": " + std::strerror(errno));
-            return SendResult::failed;
+            broken(p, "sending to " + peer_name(peer) + ": " + io_error(p));
+            if (!p.alive) return SendResult::failed;
         }
         n = 0;
     }
@@ -628,6 +847,7 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
 
 void Wan::post_send(int peer, SendOp* op) {
     Peer& p = peers_[size_t(peer)];
+    // (A peer that is down keeps its queue: the stream resumes after the reconnect.)
     if (!p.alive) {
         push_local(Local{peer, op, false, {}, {}});
         return;
@@ -645,11 +865,34 @@ void Wan::post_send(int peer, SendOp* op) {
 
 int Wan::write_some(Peer& p) {
     int done = 0;
+    if (p.down || p.suspended) return 0;
     if (p.hold_until) {
         if (held_back(p)) return 0;
         p.hold_until = 0;
     }
-    while (p.alive && !p.wire.empty() && !(p.hold_until && held_back(p))) {
+    if (p.tls && p.tls->backlog() > 0) {
+        if (p.tls->flush() < 0) {
+            broken(p, "sending to " + peer_name(p.rank) + ": " + io_error(p));
+            return 0;
+        }
+        if (p.tls->backlog() > 0) return 0;
+    }
+    // After a reconnect: first what the peer had not received, from the log.
+    while (p.alive && !p.down && p.replay_pos < p.log.end()) {
+        iovec iov[32];
+        int n = p.log.iov_from(p.replay_pos, iov, 32);
+        ssize_t w = p.tls ? p.tls->writev(iov, n) : ::writev(p.fd, iov, n);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return done;
+            broken(p, "resending to " + peer_name(p.rank) + ": " + io_error(p));
+            return done;
+        }
+        p.replay_pos += uint64_t(w);
+    }
+    while (p.alive && !p.down && !p.wire.empty() && !(p.hold_until && held_back(p))) {
+        // A full log takes no new data until the peer confirms some; its confirmations
+        // (PK_WAN_ACK, queued at the front) still go, or two full logs would wait on each other.
+        if (p.resume && p.log.full() && p.wire.front().off == 0 && !p.wire.front().is_ack) break;
         iovec iov[32];
         int n = 0;
         for (auto it = p.wire.begin(); it != p.wire.end() && n < 31; ++it) {
@@ -683,10 +926,10 @@ int Wan::write_some(Peer& p) {
         }
         const bool warm = warming(p);
         if (warm) trim(kWarmChunk);
-        ssize_t w = ::writev(p.fd, iov, n);
+        ssize_t w = io_writev(p, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-            fail(p, "sending to " + peer_name(p.rank) + ": " + std::strerror(errno));
+            broken(p, "sending to " + peer_name(p.rank) + ": " + io_error(p));
             break;
         }
         pacer_.consume(size_t(w));
@@ -721,6 +964,18 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
     p.dst = nullptr;
     p.elen = 0;
     p.mode = Peer::In::discard;
+    if (pk.type == impi::PK_WAN_ACK) {
+        if (!p.resume) {
+            fail(p, "IMPI packet from " + peer_name(p.rank) + ": a stream acknowledgement on a "
+                    "connection that did not negotiate resuming");
+            return;
+        }
+        if (!p.log.ack(pk.srqid))
+            fail(p, "IMPI packet from " + peer_name(p.rank) + " acknowledges " +
+                    std::to_string(pk.srqid) + " bytes, but only " + std::to_string(p.log.end()) +
+                    " were sent");
+        return;
+    }
     bool counted = pk.type != impi::PK_PROTOACK && pk.type != impi::PK_FINI;
     if (counted && ++p.rcvd >= ackmark_) {
         p.rcvd -= ackmark_;
@@ -851,13 +1106,13 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
     int handled = 0;
     rpos_ = rend_ = 0;
     uint64_t budget = 8u << 20;
-    while (p.alive && budget > 0) {
+    if (p.down || p.suspended) return 0;
+    while (p.alive && !p.down && budget > 0) {
         if (rpos_ == rend_) {
             // Big payload still to come: read it straight into its destination.
             uint64_t need = p.in_payload ? p.pk.len - p.got : 0;
             if (p.in_payload && p.dst && p.got < p.elen && p.elen - p.got >= kStage / 2) {
-                ssize_t n = ::recv(p.fd, p.dst + p.got, size_t(std::min(p.elen - p.got, budget)),
-                                   MSG_DONTWAIT);
+                ssize_t n = io_recv(p, p.dst + p.got, size_t(std::min(p.elen - p.got, budget)));
                 if (n > 0) {
                     p.ctr.bytes_recv += uint64_t(n);
                     p.got += uint64_t(n);
@@ -873,7 +1128,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 goto error;
             }
             (void)need;
-            ssize_t n = ::recv(p.fd, rbuf_.data(), rbuf_.size(), MSG_DONTWAIT);
+            ssize_t n = io_recv(p, rbuf_.data(), rbuf_.size());
             if (n == 0) goto eof;
             if (n < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
@@ -920,16 +1175,20 @@ eof:
     if (p.fini_rcvd && !p.in_payload && p.hdr_got == 0) {
         // Orderly: the peer sent FINI and closed.
         epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        p.tls.reset();
         ::close(p.fd);
         p.fd = -1;
         p.alive = false;
         return handled;
     }
-    fail(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or " +
-            (impi::relay_of(p.proc).empty() ? "its cluster died)" : "its cluster or the relay died)"));
+    broken(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or " +
+              (impi::relay_of(p.proc).empty() ? "its cluster died)" : "its cluster or the relay died)"));
     return handled;
 error:
-    fail(p, "receiving from " + peer_name(p.rank) + ": " + std::strerror(errno));
+    // TLS reports a close without close_notify as an error; after the peer's FINI it is the
+    // peer's orderly end all the same.
+    if (p.fini_rcvd && !p.in_payload && p.hdr_got == 0) goto eof;
+    broken(p, "receiving from " + peer_name(p.rank) + ": " + io_error(p));
     return handled;
 }
 
@@ -974,6 +1233,7 @@ int Wan::progress(transport::RecvSink& sink) {
             arm_timer(pend_at_ - now);
         }
     }
+    if (links_.listener) n += serve_reconnects();
     // Round robin over the peers, so that a limited budget is shared, not taken by the first.
     const size_t np = list_.size();
     if (np) rr_ = (rr_ + 1) % np;
@@ -987,8 +1247,14 @@ int Wan::progress(transport::RecvSink& sink) {
             }
             continue;
         }
+        if (p.down) {
+            n += reconnect_step(p);
+            if (p.down) continue;
+        }
         n += write_some(p);
         n += read_some(p, sink);
+        if (p.resume && p.alive && !p.down && p.recv_off - p.acked_out >= wanlink::kAckEvery)
+            queue_ack(p);
         if (p.alive && !p.wire.empty()) n += write_some(p);  // PROTOACKs the reads queued
         if (!p.alive && !p.failed_reported && !p.why.empty()) {
             p.failed_reported = true;
@@ -1024,12 +1290,173 @@ void Wan::share_caps() {
     }
 }
 
+// Dials the peer again (we are the higher host: we dialled at the dance): connect, our host
+// rank, the link handshake of kind "reconnect" naming how much of its stream we consumed, TLS
+// if the link had it, then resume. Blocking, bounded by a few seconds per attempt; attempts
+// back off from 10 ms to 1 s until WANMPI_WAN_RECONNECT_S has passed since the break.
+int Wan::reconnect_step(Peer& p) {
+    const int64_t now = (base::now_ns() / 1000000);
+    if (now - p.down_since >= reconnect_ms_) {
+        fail(p, p.down_why + "; no reconnect within " + std::to_string(reconnect_ms_ / 1000) +
+                    " s (WANMPI_WAN_RECONNECT_S)");
+        return 0;
+    }
+    if (me_ < p.rank || now < p.next_try) return 0;
+    p.next_try = now + p.backoff_ms;
+    p.backoff_ms = std::min<int64_t>(p.backoff_ms * 2, 1000);
+    const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
+    const int64_t budget = std::clamp<int64_t>(reconnect_ms_ - (now - p.down_since), 1, 5000);
+    const int64_t deadline = now + budget;
+    std::string err;
+    int fd = base::tcp_connect(h.addr(), h.port, int(budget), &err);
+    if (fd < 0) {
+        WANMPI_LOG(info, "reconnect to %s: %s", peer_name(p.rank).c_str(), err.c_str());
+        return 0;
+    }
+    base::Fd f(fd);
+    const int64_t connected_ms = base::now_ns() / 1000000;
+    base::set_nonblock(fd, true);
+    // The handshakes are small messages back to back: Nagle would hold each behind the
+    // peer's delayed ACK (40 ms a step).
+    base::set_nodelay(fd);
+    uint8_t rk[4];
+    base::put_be32(rk, uint32_t(me_));
+    if (::send(fd, rk, 4, MSG_NOSIGNAL) != 4) return 0;
+    wanlink::LinkHandshake hs(true, links_.link.keyed ? &links_.link.key : nullptr,
+                              links_.link.session.data(), hello_for(p), uint32_t(p.rank));
+    for (;;) {
+        auto r = hs.step(fd);
+        if (r == wanlink::LinkHandshake::done) break;
+        if (r == wanlink::LinkHandshake::failed) {
+            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), hs.reason().c_str());
+            return 0;
+        }
+        pollfd pf{fd, POLLIN, 0};
+        const int64_t left = deadline - (base::now_ns() / 1000000);
+        if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
+            WANMPI_LOG(info, "reconnect to %s: no handshake answer", peer_name(p.rank).c_str());
+            return 0;
+        }
+    }
+    std::unique_ptr<wanlink::Tls> tls;
+    if (hs.tls()) {
+        const auto psk = hs.tls_psk();
+        base::Status st = wanlink::Tls::handshake(fd, true, psk.data(),
+                                                  std::max<int64_t>(1, deadline - (base::now_ns() / 1000000)), &tls);
+        if (!st.ok()) {
+            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), st.message().c_str());
+            return 0;
+        }
+    }
+    WANMPI_LOG(info, "reconnect to %s: connected in %lld ms, handshake%s in %lld ms",
+               peer_name(p.rank).c_str(), (long long)(connected_ms - now),
+               tls ? " and TLS" : "", (long long)(base::now_ns() / 1000000 - connected_ms));
+    return resume_on(p, std::move(f), std::move(tls), hs.peer().recv_off) ? 1 : 0;
+}
+
+// Connections on the host socket after the dance: peers reconnecting, or strangers. Each must
+// send a host rank that is a higher peer of ours able to resume, then prove it holds the job's
+// key in the link handshake; anything else is logged and closed, and the job goes on.
+int Wan::serve_reconnects() {
+    const int64_t now_ns = base::now_ns();
+    if (incoming_.empty() && now_ns - accept_checked_ < 1'000'000) return 0;
+    accept_checked_ = now_ns;
+    const int64_t now = now_ns / 1'000'000;
+    int n = 0;
+    for (;;) {
+        int fd = ::accept4(links_.listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        Pending c;
+        c.fd = base::Fd(fd);
+        c.from = base::peer_text(fd);
+        base::set_nodelay(fd);
+        // Its handshake bytes must wake a sleeping rank (closing the fd takes it out again).
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = kListenTag;
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+        c.deadline = now + 10'000;
+        if (incoming_.size() >= 64) {
+            WANMPI_LOG(warn, "host socket: too many unproven connections; closing the one from %s",
+                       incoming_.front().from.c_str());
+            incoming_.erase(incoming_.begin());
+        }
+        incoming_.push_back(std::move(c));
+    }
+    for (size_t k = 0; k < incoming_.size();) {
+        Pending& c = incoming_[k];
+        auto drop = [&](const std::string& why) {
+            WANMPI_LOG(warn, "host socket: refused the connection from %s: %s", c.from.c_str(),
+                       why.c_str());
+            incoming_.erase(incoming_.begin() + long(k));
+        };
+        if (now > c.deadline) {
+            drop("no link handshake within 10 s");
+            continue;
+        }
+        while (c.got < 4) {
+            ssize_t r = ::recv(c.fd.get(), c.rank + c.got, 4 - c.got, MSG_DONTWAIT);
+            if (r > 0) {
+                c.got += size_t(r);
+                continue;
+            }
+            break;
+        }
+        if (c.got < 4) {
+            ++k;
+            continue;
+        }
+        if (!c.hs) {
+            const uint32_t r = base::get_be32(c.rank);
+            if (r >= uint32_t(job_.size()) || int(r) <= me_ || !peers_[r].alive || !peers_[r].resume) {
+                drop("it claims host " + std::to_string(r) + ", which does not reconnect to this host");
+                continue;
+            }
+            c.peer = int(r);
+            wanlink::Hello h = hello_for(peers_[r]);
+            c.hello_recv_off = h.recv_off;
+            c.hs = std::make_unique<wanlink::LinkHandshake>(
+                false, links_.link.keyed ? &links_.link.key : nullptr, links_.link.session.data(), h, r);
+        }
+        auto res = c.hs->step(c.fd.get());
+        if (res == wanlink::LinkHandshake::again) {
+            ++k;
+            continue;
+        }
+        if (res == wanlink::LinkHandshake::failed) {
+            drop("claiming to be " + peer_name(c.peer) + ": " + c.hs->reason());
+            continue;
+        }
+        Peer& p = peers_[size_t(c.peer)];
+        std::unique_ptr<wanlink::Tls> tls;
+        if (c.hs->tls()) {
+            const auto psk = c.hs->tls_psk();
+            base::Status st = wanlink::Tls::handshake(c.fd.get(), false, psk.data(), 5000, &tls);
+            if (!st.ok()) {
+                drop("TLS: " + st.message());
+                continue;
+            }
+        }
+        if (!p.alive) {
+            incoming_.erase(incoming_.begin() + long(k));
+            continue;
+        }
+        const uint64_t skip = p.recv_off - c.hello_recv_off;
+        const uint64_t peer_off = c.hs->peer().recv_off;
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        base::Fd fd = std::move(c.fd);
+        incoming_.erase(incoming_.begin() + long(k));
+        n += resume_on(p, std::move(fd), std::move(tls), peer_off, skip) ? 1 : 0;
+    }
+    return n;
+}
+
 }  // namespace
 
 std::unique_ptr<WanTransport> make_wan_transport(const impi::Job& job, int my_rank,
                                                  std::vector<base::Fd> conns,
-                                                 const std::vector<int>& peers) {
-    return std::make_unique<Wan>(job, my_rank, std::move(conns), peers);
+                                                 const std::vector<int>& peers, WanLinks links) {
+    return std::make_unique<Wan>(job, my_rank, std::move(conns), peers, std::move(links));
 }
 
 }  // namespace wanmpi::core

@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "base/socket.hpp"
+#include "runtime/impi_dance.hpp"
 #include "runtime/impi_tables.hpp"
+#include "wanlink/tls.hpp"
 #include "transport/transport.hpp"
 #include "wanlink/tcp_stats.hpp"
 
@@ -66,10 +68,20 @@ public:
     virtual std::vector<wanlink::LinkStat> link_stats() const = 0;
 };
 
+// What the start-up settled about the links (impi_startup.hpp), by world rank: each link's
+// handshake result and TLS session, the link key for reconnect handshakes, and the host socket
+// that reconnecting peers dial (kept only if some link can resume).
+struct WanLinks {
+    impi::LinkSetup link;
+    std::vector<impi::LinkResult> results;
+    std::vector<std::unique_ptr<wanlink::Tls>> tls;
+    base::Fd listener;
+};
+
 // `conns[r]`: the connection to world rank r (every rank is an IMPI host: host rank == world
 // rank); entries for ranks not in `peers` are closed.
 std::unique_ptr<WanTransport> make_wan_transport(const impi::Job& job, int my_rank,
                                                  std::vector<base::Fd> conns,
-                                                 const std::vector<int>& peers);
+                                                 const std::vector<int>& peers, WanLinks links);
 
 }  // namespace wanmpi::core

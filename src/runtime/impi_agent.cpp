@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include "base/clock.hpp"
 #include "base/codec.hpp"
+#include "wanlink/handshake.hpp"
 #include "base/log.hpp"
 #include "base/tunables.hpp"
 #include "runtime/impi_dance.hpp"
@@ -74,7 +76,9 @@ Status auth_from_env(AuthConfig* out) {
     AuthConfig a;
     const char* none = base::tunable_env(t_auth_none.info());
     const char* key = base::tunable_env(t_auth_key.info());
-    a.none = none != nullptr || key == nullptr;
+    Status ss = wanlink::job_secret(&a.secret);
+    if (!ss.ok()) return ss;
+    a.none = none != nullptr || (key == nullptr && !a.secret.set());
     a.key = key != nullptr;
     if (key && !parse_key(key, &a.key_value))
         return Status(Errc::invalid, std::string("IMPI_AUTH_KEY='") + key +
@@ -213,7 +217,8 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
                                          " is not in 0..31");
     Status s = validate(tables);
     if (!s.ok()) return s;
-    uint32_t mask = (cfg.auth.none ? 1u << AUTH_NONE : 0) | (cfg.auth.key ? 1u << AUTH_KEY : 0);
+    uint32_t mask = (cfg.auth.none ? 1u << AUTH_NONE : 0) | (cfg.auth.key ? 1u << AUTH_KEY : 0) |
+                    (cfg.auth.secret.set() ? 1u << wanlink::kAuthHmac : 0);
     if (!mask) return Status(Errc::invalid, "no IMPI authentication method is enabled");
 
     int64_t t0 = now_ms();
@@ -232,7 +237,46 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
         "IMPI_AUTH_NONE / IMPI_AUTH_KEY settings)";
     if (!(s = recv_all(m, 8, deadline, auth_what)).ok()) return s;
     uint32_t which = get_be32(m);
-    if (which == AUTH_KEY && cfg.auth.key) {
+    session_.fill(0);
+    if (which == wanlink::kAuthHmac && cfg.auth.secret.set()) {
+        if (get_be32(m + 4) != wanlink::kAuthChallengeLen) {
+            fd_.reset();
+            return Status(Errc::proto_error, server_name_ + " sent a malformed challenge");
+        }
+        uint8_t ch[wanlink::kAuthChallengeLen];
+        if (!(s = recv_all(ch, sizeof ch, deadline, "while reading the challenge")).ok()) return s;
+        const uint8_t* ns = ch;
+        std::memcpy(session_.data(), ch + 32, 32);
+        uint8_t resp[wanlink::kAuthResponse];
+        wanlink::random_bytes(resp, 32);
+        wanlink::Key mc = wanlink::auth_client_mac(cfg.auth.secret, ns, resp, session_.data());
+        std::memcpy(resp + 32, mc.data(), 32);
+        if (!(s = send_all(resp, sizeof resp, deadline, "while answering the challenge")).ok())
+            return s;
+        uint8_t verdict[wanlink::kAuthVerdict];
+        const std::string refused = server_name_ + " refused this cluster's job secret (" +
+                                    cfg.auth.secret.source +
+                                    "): every cluster and impi-server need the same secret";
+        s = recv_all(verdict, sizeof verdict, deadline, "while waiting for the server's answer");
+        if (!s.ok() || get_be32(verdict) != 0) {
+            fd_.reset();
+            return Status(Errc::link_failed, s.ok() || s.message().find("closed") != std::string::npos
+                                                 ? refused : s.message());
+        }
+        wanlink::Key ms = wanlink::auth_server_mac(cfg.auth.secret, ns, resp, session_.data());
+        if (!wanlink::equal_mac(ms.data(), verdict + 4)) {
+            fd_.reset();
+            return Status(Errc::link_failed, server_name_ + " could not prove that it holds the "
+                                                 "job secret (" + cfg.auth.secret.source +
+                                                 "): not this job's impi-server?");
+        }
+    } else if (cfg.auth.secret.set() && !cfg.auth.none && !cfg.auth.key) {
+        fd_.reset();
+        return Status(Errc::proto_error, server_name_ + " chose authentication method " +
+                                             std::to_string(int32_t(which)) +
+                                             " although this cluster offered only wanmpi's (a job "
+                                             "secret is set; is impi-server started without it?)");
+    } else if (which == AUTH_KEY && cfg.auth.key) {
         put_be64(m, cfg.auth.key_value);
         if (!(s = send_all(m, 8, deadline, "while sending the key")).ok()) return s;
     } else if (!(which == AUTH_NONE && cfg.auth.none)) {

@@ -15,15 +15,19 @@
 //
 // Authentication, as GridMPI users know it: IMPI_AUTH_NONE (any value) offers method NONE,
 // IMPI_AUTH_KEY=<decimal 64-bit> offers KEY with that key; both may be set (the server picks).
-// With neither, wanmpi offers NONE (impi-server's default is to accept NONE then too).
+// With neither, wanmpi offers NONE (impi-server's default is to accept NONE then too). With a
+// job secret (WANMPI_JOB_SECRET_FILE, docs/security.md) it offers wanmpi's mutual
+// challenge-response instead, which the server prefers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "base/socket.hpp"
 #include "base/status.hpp"
 #include "runtime/impi_tables.hpp"
+#include "wanlink/secret.hpp"
 
 namespace wanmpi::impi {
 
@@ -31,9 +35,12 @@ struct AuthConfig {
     bool none = true;        // offer IMPI_AUTH_NONE
     bool key = false;        // offer IMPI_AUTH_KEY ...
     uint64_t key_value = 0;  // ... with this key
+    // With a job secret, wanmpi's challenge-response method (wanlink/handshake.hpp) is offered
+    // and NONE only if IMPI_AUTH_NONE is set explicitly.
+    wanlink::Secret secret;
 };
-// From IMPI_AUTH_NONE / IMPI_AUTH_KEY (also WANMPI_IMPI_AUTH_NONE / _KEY). Fails on a key that is
-// not a decimal 64-bit number.
+// From IMPI_AUTH_NONE / IMPI_AUTH_KEY (also WANMPI_IMPI_AUTH_NONE / _KEY) and the job secret.
+// Fails on a key that is not a decimal 64-bit number, or a secret file that is not safe.
 base::Status auth_from_env(AuthConfig* out);
 
 struct AgentConfig {
@@ -73,6 +80,8 @@ public:
     base::Status fini();
 
     const std::string& server() const { return cfg_.server; }
+    // The server's session nonce when the wanmpi method was used (all zero otherwise).
+    const std::array<uint8_t, 32>& session() const { return session_; }
     int client() const { return cfg_.client; }
 
 private:
@@ -86,7 +95,8 @@ private:
     bool finished_ = false;
     base::Status lost_;
     std::string notice_;  // bytes of a LOST notice received so far
-    std::string server_name_ = "IMPI server";  // for messages; "impi-relay ADDR" behind one
+    std::string server_name_ = "IMPI server";
+    std::array<uint8_t, 32> session_{};  // for messages; "impi-relay ADDR" behind one
 };
 
 }  // namespace wanmpi::impi

@@ -178,7 +178,8 @@ namespace {
 struct Out {
     int peer = 0;
     base::Fd fd;
-    enum { idle, connecting, sending, done } st = idle;
+    enum { idle, connecting, sending, handshake, done } st = idle;
+    std::unique_ptr<wanlink::LinkHandshake> hs;
     int64_t next_try = 0;
     int64_t backoff = 20;
     uint8_t msg[4] = {};
@@ -190,6 +191,8 @@ struct Out {
 
 struct In {
     base::Fd fd;
+    std::unique_ptr<wanlink::LinkHandshake> hs;  // after the rank, for an ext peer
+    uint32_t rank = 0;
     uint8_t buf[4] = {};
     size_t got = 0;
     int64_t deadline = 0;
@@ -229,6 +232,26 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
     }
     std::vector<In> ins;
     int accepted = 0, connected = 0;
+    Status fatal;  // a failed handshake of our own connection: the dance cannot succeed
+    if (cfg.link_out) cfg.link_out->assign(size_t(n), LinkResult{});
+    static const LinkSetup no_link;
+    const LinkSetup& ls = cfg.link ? *cfg.link : no_link;
+    auto make_handshake = [&](bool connector, int peer) {
+        wanlink::Hello h;
+        h.flags = ls.flags;
+        h.from = uint32_t(me);
+        h.to = uint32_t(peer);
+        return std::make_unique<wanlink::LinkHandshake>(connector, ls.keyed ? &ls.key : nullptr,
+                                                        ls.session.data(), h, uint32_t(peer));
+    };
+    auto record = [&](int peer, const wanlink::LinkHandshake& hs) {
+        if (!cfg.link_out) return;
+        LinkResult& r = (*cfg.link_out)[size_t(peer)];
+        r.ext = true;
+        r.tls = hs.tls();
+        r.resume = hs.resume();
+        if (r.tls) r.psk = hs.tls_psk();
+    };
     const int want_out = int(outs.size());
     base::set_nonblock(listen_fd, true);
     const int64_t start = now_ms();
@@ -275,6 +298,27 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             if (r < 0 && errno == EAGAIN) return;
             return retry(o, r < 0 ? base::errno_text(errno) : "send failed");
         }
+        if (hosts[size_t(o.peer)].ext && !o.hs) {
+            base::set_nodelay(o.fd.get());  // small handshake messages back to back (Nagle)
+            o.hs = make_handshake(true, o.peer);
+            o.st = Out::handshake;
+        }
+        if (o.hs) {
+            auto r = o.hs->step(o.fd.get());
+            if (r == wanlink::LinkHandshake::again) return;
+            if (r == wanlink::LinkHandshake::failed) {
+                fatal = Status(o.hs->auth_refused() ? Errc::invalid : Errc::proto_error,
+                               "IMPI dance (host " + std::to_string(me) + "): " + name(o.peer) +
+                                   ": " + o.hs->reason() +
+                                   (o.hs->reason().find("closed") != std::string::npos
+                                        ? " (it refused this host's proof of the job secret? "
+                                          "a different WANMPI_JOB_SECRET or WANMPI_WAN_SECURITY; "
+                                          "see its log)"
+                                        : ""));
+                return;
+            }
+            record(o.peer, *o.hs);
+        }
         base::set_nonblock(o.fd.get(), false);
         result[size_t(o.peer)] = std::move(o.fd);
         o.st = Out::done;
@@ -302,6 +346,22 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             return false;
         }
         uint32_t rank = base::get_be32(c.buf);
+    handshake:
+        if (c.hs) {
+            auto r = c.hs->step(c.fd.get());
+            if (r == wanlink::LinkHandshake::again) return true;
+            if (r == wanlink::LinkHandshake::failed) {
+                drop_in(k, "claiming " + name(int(rank)) + " was refused: " + c.hs->reason());
+                return false;
+            }
+            if (result[rank]) {
+                drop_in(k, "claims host rank " + std::to_string(rank) + ", which is already "
+                           "connected");
+                return false;
+            }
+            record(int(rank), *c.hs);
+            goto claim;
+        }
         if (rank <= uint32_t(me) || rank >= uint32_t(n) || hosts[rank].skip) {
             drop_in(k, "claims host rank " + std::to_string(rank) + ", but only hosts " +
                            std::to_string(me + 1) + ".." + std::to_string(n - 1) +
@@ -313,6 +373,13 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
                        "connected");
             return false;
         }
+        if (hosts[rank].ext) {
+            // Not counted yet: first it must prove it holds the job's key.
+            base::set_nodelay(c.fd.get());
+            c.hs = make_handshake(false, int(rank));
+            goto handshake;
+        }
+    claim:
         WANMPI_LOG(debug, "IMPI dance (host %d): %s connected from %s", me, name(int(rank)).c_str(),
                    c.peer.c_str());
         base::set_nonblock(c.fd.get(), false);
@@ -399,6 +466,9 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             if (o.st == Out::connecting || o.st == Out::sending) {
                 pf.push_back({o.fd.get(), POLLOUT, 0});
                 who.push_back(int(k));
+            } else if (o.st == Out::handshake) {
+                pf.push_back({o.fd.get(), POLLIN, 0});
+                who.push_back(int(k));
             } else if (o.st == Out::idle) {
                 wake = std::min(wake, o.next_try);
             }
@@ -445,7 +515,8 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
                 }
                 o.st = Out::sending;
             }
-            if (o.st == Out::sending) try_send(o);
+            if (o.st == Out::sending || o.st == Out::handshake) try_send(o);
+            if (!fatal.ok()) return fatal;
         }
         for (size_t i = pf.size(); i-- > 0;)
             if (pf[i].revents && who[i] <= -2) on_in(size_t(-who[i] - 2));

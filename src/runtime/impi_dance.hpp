@@ -23,12 +23,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/socket.hpp"
 #include "base/status.hpp"
 #include "runtime/impi_tables.hpp"
+#include "wanlink/handshake.hpp"
 
 namespace wanmpi::impi {
 
@@ -58,6 +60,23 @@ struct DancePeer {
     uint16_t port = 0;
     std::string name;  // for messages, e.g. "host 3 (client 1)"
     bool skip = false; // no connection with this host (both sides must agree)
+    // Both ends are wanmpi hosts: after the host rank, the connection runs wanmpi's link
+    // handshake (wanlink/handshake.hpp) before it counts as made (both sides must agree).
+    bool ext = false;
+};
+
+// The link handshake's inputs (DanceConfig::link) and what it settled per host.
+struct LinkSetup {
+    bool keyed = false;             // this cluster holds the job secret ...
+    wanlink::Key key{};             // ... and this is the job's link key from it
+    std::array<uint8_t, 32> session{};
+    uint8_t flags = 0;              // wanlink::HelloFlags this side asks for
+};
+struct LinkResult {
+    bool ext = false;     // the handshake ran (else a plain IMPI connection)
+    bool tls = false;     // TLS 1.3 must follow, with this key
+    bool resume = false;  // both can resume the stream after a reconnect
+    wanlink::Key psk{};
 };
 
 struct DanceConfig {
@@ -75,6 +94,12 @@ struct DanceConfig {
     // died, so the hosts still missing will never connect).
     int watch_fd = -1;
     std::function<base::Status()> watch;
+    // For peers marked ext. An incoming connection counts only once its handshake proved it
+    // holds the job's key; one that fails is logged and closed, and the host's slot stays free
+    // for the real one (a stranger on the port disturbs nothing). An outgoing one that fails
+    // fails the dance: our own peer refused us, or could not prove itself.
+    const LinkSetup* link = nullptr;
+    std::vector<LinkResult>* link_out = nullptr;  // sized to the hosts by dance()
 };
 // WANMPI_IMPI_JOIN_TIMEOUT and WANMPI_IMPI_CONNECT_TIMEOUT (seconds).
 DanceConfig dance_config_from_env();

@@ -2,6 +2,8 @@
 // trunk members, and the end of the job (impi_relay.hpp has the design).
 #include "runtime/impi_relay.hpp"
 
+#include "wanlink/handshake.hpp"
+
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
@@ -163,8 +165,11 @@ private:
     uint64_t serial_ = 0;
     std::unique_ptr<Link> agent_, server_;
     std::vector<std::unique_ptr<Member>> members_;
-    enum { A_AUTH, A_AUTHREPLY, A_KEY, A_CMDS } astate_ = A_AUTH;
+    enum { A_AUTH, A_AUTHREPLY, A_KEY, A_HMAC, A_CMDS } astate_ = A_AUTH;
     bool server_auth_done_ = false;
+    // wanmpi's AUTH method (wanlink/handshake.hpp) passes through: the agent's response, then
+    // the server's verdict, forwarded as they are (the relay holds no secret to check them).
+    bool verdict_pending_ = false;
     int client_ = -1;
     int nclients_ = 0;
     uint32_t own_nhosts_ = 0, own_nprocs_ = 0;
@@ -491,6 +496,14 @@ void Relay::on_agent() {
             continue;
         }
         if (astate_ == A_AUTHREPLY) break;  // the server speaks next
+        if (astate_ == A_HMAC) {
+            if (a.in.size() < wanlink::kAuthResponse) break;
+            send(*server_, a.in.data(), wanlink::kAuthResponse);
+            a.in.erase(a.in.begin(), a.in.begin() + wanlink::kAuthResponse);
+            astate_ = A_AUTHREPLY;  // the verdict comes next
+            verdict_pending_ = true;
+            continue;
+        }
         if (astate_ == A_KEY) {
             if (a.in.size() < 8) break;
             send(*server_, a.in.data(), 8);
@@ -577,7 +590,16 @@ void Relay::on_server() {
             send(*agent_, s.in.data(), 8 + len);
             s.in.erase(s.in.begin(), s.in.begin() + 8 + len);
             server_auth_done_ = true;
-            astate_ = which == AUTH_KEY ? A_KEY : A_CMDS;
+            astate_ = which == AUTH_KEY ? A_KEY : which == wanlink::kAuthHmac ? A_HMAC : A_CMDS;
+            on_agent();
+            continue;
+        }
+        if (verdict_pending_) {
+            if (s.in.size() < wanlink::kAuthVerdict) break;
+            send(*agent_, s.in.data(), wanlink::kAuthVerdict);
+            s.in.erase(s.in.begin(), s.in.begin() + wanlink::kAuthVerdict);
+            verdict_pending_ = false;
+            astate_ = A_CMDS;
             on_agent();
             continue;
         }

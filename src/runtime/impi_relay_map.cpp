@@ -59,6 +59,8 @@ std::string relay_rewrite(const RelayMap& m, int h, int j, bool outward, uint8_t
     *payload = packet_has_payload(p.type) ? p.len : 0;
     // FINI names no proc (LAM: zero host ids, pid -1); it ends the connection, nothing to map.
     if (p.type == PK_FINI) return "";
+    if (p.type == PK_WAN_ACK)
+        return "a wanmpi stream acknowledgement, which no connection through a relay negotiates";
     const Job& from = outward ? m.in : m.out;
     const Job& to = outward ? m.out : m.in;
     int sh = outward ? h : j, dh = outward ? j : h;

@@ -9,6 +9,7 @@
 #include "base/codec.hpp"
 #include "base/log.hpp"
 #include "base/socket.hpp"
+#include "wanlink/handshake.hpp"
 
 namespace wanmpi::impi {
 
@@ -19,7 +20,8 @@ using base::put_be32;
 struct Server::Conn {
     int fd = -1;
     std::string peer;
-    enum State { auth, key, impi, member } state = auth;
+    enum State { auth, key, hmac, impi, member } state = auth;
+    uint8_t ns[32] = {};  // our challenge (method WANMPI_HMAC)
     std::vector<uint8_t> in;
     std::string out;
     int rank = -1;
@@ -204,7 +206,18 @@ bool Server::parse(Conn* c) {
             }
             uint32_t mask = get_be32(&c->in[off + 8]);
             off += 12;
-            uint8_t reply[8] = {};
+            uint8_t reply[8 + wanlink::kAuthChallengeLen] = {};
+            if ((mask & (1u << wanlink::kAuthHmac)) && cfg_.allow_hmac) {
+                // The challenge rides in IMPI's server-auth record as its `len` bytes.
+                put_be32(reply, wanlink::kAuthHmac);
+                put_be32(reply + 4, wanlink::kAuthChallengeLen);
+                wanlink::random_bytes(c->ns, sizeof c->ns);
+                std::memcpy(reply + 8, c->ns, 32);
+                std::memcpy(reply + 40, cfg_.session.data(), 32);
+                c->state = Conn::hmac;
+                send(c, reply, sizeof reply);
+                continue;
+            }
             if ((mask & (1u << AUTH_KEY)) && cfg_.allow_key) {
                 put_be32(reply, AUTH_KEY);
                 c->state = Conn::key;
@@ -214,10 +227,36 @@ bool Server::parse(Conn* c) {
             } else {
                 drop(c, "no common authentication method (client offers mask 0x" +
                             std::to_string(mask) + "; server allows" +
-                            (cfg_.allow_none ? " NONE" : "") + (cfg_.allow_key ? " KEY" : "") + ")");
+                            (cfg_.allow_hmac ? " WANMPI_HMAC" : "") +
+                            (cfg_.allow_none ? " NONE" : "") + (cfg_.allow_key ? " KEY" : "") +
+                            (cfg_.allow_hmac && !(cfg_.allow_none || cfg_.allow_key)
+                                 ? ": a job secret is set, so IMPI's methods need IMPI_AUTH_NONE "
+                                   "or IMPI_AUTH_KEY to be allowed"
+                                 : "") +
+                            ")");
                 return false;
             }
             send(c, reply, 8);
+        } else if (c->state == Conn::hmac) {
+            if (!need(wanlink::kAuthResponse)) break;
+            const uint8_t* nc = &c->in[off];
+            const uint8_t* mac = nc + 32;
+            off += wanlink::kAuthResponse;
+            wanlink::Key want = wanlink::auth_client_mac(cfg_.secret, c->ns, nc, cfg_.session.data());
+            uint8_t verdict[wanlink::kAuthVerdict] = {};
+            if (!wanlink::equal_mac(want.data(), mac)) {
+                // Say so before closing: the client reports a wrong secret at once instead of
+                // guessing from a closed connection.
+                put_be32(verdict, 1);
+                (void)::send(c->fd, verdict, sizeof verdict, MSG_NOSIGNAL | MSG_DONTWAIT);
+                drop(c, "failed authentication: it does not hold this job's secret (or replayed "
+                        "an old AUTH)");
+                return false;
+            }
+            wanlink::Key ms = wanlink::auth_server_mac(cfg_.secret, c->ns, nc, cfg_.session.data());
+            std::memcpy(verdict + 4, ms.data(), 32);
+            send(c, verdict, sizeof verdict);
+            c->state = Conn::impi;
         } else if (c->state == Conn::key) {
             if (!need(8)) break;
             uint64_t k = get_be64(&c->in[off]);

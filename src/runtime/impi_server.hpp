@@ -10,6 +10,7 @@
 // Threading: single-threaded; run() returns the exit status.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "runtime/event_loop.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/secret.hpp"
 
 namespace wanmpi::impi {
 
@@ -27,6 +29,10 @@ struct ServerConfig {
     bool allow_none = true;
     bool allow_key = false;
     uint64_t key = 0;
+    // wanmpi's challenge-response method (wanlink/handshake.hpp), preferred when both offer it.
+    bool allow_hmac = false;
+    wanlink::Secret secret;
+    std::array<uint8_t, 32> session{};  // this run's session nonce (random)
     int64_t join_timeout_ms = 30000;   // a new connection must have joined (AUTH+IMPI) by then
     int64_t stall_timeout_ms = 30000;  // a partial command may not sit longer than this
 };

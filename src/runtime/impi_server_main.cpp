@@ -1,7 +1,9 @@
 // impi-server: the IMPI rendezvous server, spelled as GridMPI users know it.
-//   impi-server -server N [-port P] [-auth none|key] [-v]
+//   impi-server -server N [-port P] [-auth none|key|wanmpi] [-v]
 // Prints "addr:port" on its first line, serves N clients, exits 0 after FINI from all of them,
-// non-zero if a client dies or breaks the protocol. Environment: IMPI_AUTH_NONE (any value),
+// non-zero if a client dies or breaks the protocol. With a job secret (WANMPI_JOB_SECRET_FILE,
+// docs/security.md) clients must prove it (challenge-response; IMPI's NONE/KEY only if also
+// set explicitly). Environment: IMPI_AUTH_NONE (any value),
 // IMPI_AUTH_KEY=<decimal 64-bit key>, IMPI_SERVER_PORT, IMPI_SERVER_PORT_RANGE=lo:hi,
 // IMPI_NETWORK (which interface's address to print).
 #include <cerrno>
@@ -16,6 +18,8 @@
 #include "base/socket.hpp"
 #include "base/tunables.hpp"
 #include "runtime/impi_server.hpp"
+#include "wanlink/handshake.hpp"
+#include "wanlink/secret.hpp"
 
 using namespace wanmpi;
 
@@ -27,9 +31,10 @@ static base::Tunable<int64_t> t_join_timeout(
 static int usage(const char* msg) {
     if (msg) std::fprintf(stderr, "impi-server: %s\n", msg);
     std::fprintf(stderr,
-                 "usage: impi-server -server N [-port P] [-auth none|key] [-v]\n"
+                 "usage: impi-server -server N [-port P] [-auth none|key|wanmpi] [-v]\n"
                  "  N clients (1..32) join; prints addr:port on its first line.\n"
-                 "  environment: IMPI_AUTH_NONE, IMPI_AUTH_KEY=<key>, IMPI_SERVER_PORT,\n"
+                 "  environment: WANMPI_JOB_SECRET_FILE=<file> (clients prove the job secret),\n"
+                 "               IMPI_AUTH_NONE, IMPI_AUTH_KEY=<key>, IMPI_SERVER_PORT,\n"
                  "               IMPI_SERVER_PORT_RANGE=lo:hi, IMPI_NETWORK=<net/cidr or ifname>\n");
     return 2;
 }
@@ -71,7 +76,27 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "impi-server: IMPI_AUTH_KEY='%s' is not a decimal 64-bit number\n", env_key);
         return 2;
     }
-    if (auth == "key") {
+    // The job secret (WANMPI_JOB_SECRET_FILE / WANMPI_JOB_SECRET): clients then prove it by
+    // wanmpi's challenge-response, and IMPI's own methods are refused unless asked for
+    // explicitly (IMPI_AUTH_NONE / IMPI_AUTH_KEY / -auth none|key): a plain IMPI client
+    // interoperates only where the user allows it.
+    base::Status ss = wanlink::job_secret(&cfg.secret);
+    if (!ss.ok()) {
+        std::fprintf(stderr, "impi-server: %s\n", ss.message().c_str());
+        return 2;
+    }
+    if (cfg.secret.set()) {
+        cfg.allow_hmac = true;
+        wanlink::random_bytes(cfg.session.data(), cfg.session.size());
+    }
+    if (auth == "wanmpi") {
+        if (!cfg.secret.set()) {
+            std::fprintf(stderr, "impi-server: -auth wanmpi needs the job secret "
+                                 "(WANMPI_JOB_SECRET_FILE or WANMPI_JOB_SECRET)\n");
+            return 2;
+        }
+        cfg.allow_key = cfg.allow_none = false;
+    } else if (auth == "key") {
         if (!env_key) {
             std::fprintf(stderr, "impi-server: -auth key needs the key in IMPI_AUTH_KEY\n");
             return 2;
@@ -82,7 +107,10 @@ int main(int argc, char** argv) {
         cfg.allow_none = true;
         cfg.allow_key = false;
     } else if (!auth.empty()) {
-        return usage("-auth takes none or key");
+        return usage("-auth takes none, key or wanmpi");
+    } else if (cfg.secret.set()) {
+        cfg.allow_key = env_key != nullptr;
+        cfg.allow_none = env_none != nullptr;
     } else {
         // From the environment, as GridMPI: a key, if set, is required unless IMPI_AUTH_NONE is
         // set too; with neither, no authentication (wanmpi's default, said in the docs).

@@ -114,6 +114,11 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         if (err.empty()) s = kvs_put_long(kvs, p + "-job", encode_job(job));
         else s = kvs.put(p + "-error", encode_error(err));
         if (!s.ok()) return s;
+        // The server's session nonce (not a secret: it binds the link key to this job run).
+        if (err.empty()) {
+            const auto& sn = agent->session();
+            if (!(s = kvs.put(p + "-session", base64url_encode(sn.data(), sn.size()))).ok()) return s;
+        }
     }
     if (!(s = kvs.fence()).ok()) return s;
 
@@ -146,13 +151,65 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
     // whose hosts cannot reach ours, say), the server's LOST notice or close ends the dance at
     // once, and this cluster with it, instead of a wait for hosts that will never connect.
     DanceConfig dc = opt.dance;
+    // Security: which connections run wanmpi's link handshake, and what they demand.
+    if (!(s = wanlink::wan_security(&r.security)).ok()) return s;
+    {
+        std::vector<uint8_t> sn;
+        auto v = kvs.get(p + "-session");
+        if (v && base64url_decode(*v, &sn) && sn.size() == 32)
+            std::copy(sn.begin(), sn.end(), r.link.session.begin());
+        wanlink::Secret secret;
+        if (!(s = wanlink::job_secret(&secret)).ok()) return s;
+        r.link.keyed = secret.set();
+        if (secret.set()) r.link.key = wanlink::link_key(secret, r.link.session.data());
+        r.link.flags = uint8_t((r.security != wanlink::Security::none ? wanlink::kFlagAuth : 0) |
+                               (r.security == wanlink::Security::tls ? wanlink::kFlagTls : 0) |
+                               (wanlink::reconnect_ms() > 0 ? wanlink::kFlagResume : 0));
+    }
+    std::vector<DancePeer> peers;
+    for (size_t hh = 0; hh < r.job.hosts.size(); ++hh) {
+        const auto& jh = r.job.hosts[hh];
+        DancePeer dp;
+        dp.addr = jh.addr();
+        dp.port = jh.port;
+        dp.name = "host " + std::to_string(hh) + " (client " + std::to_string(jh.client) + ")";
+        dp.skip = !dc.intra_client && jh.client == r.client;
+        // A wanmpi rank is its own host; a host impi-relay presents speaks plain IMPI.
+        const auto& jp = r.job.procs[size_t(jh.first_rank)];
+        dp.ext = !dp.skip && r.job.wanmpi_pair(r.client, jh.client) && relay_of(jp.id).empty();
+        if (!dp.skip && !dp.ext && r.security != wanlink::Security::none && !wanlink::allow_plain())
+            return Status(Errc::invalid,
+                          "WANMPI_WAN_SECURITY=" + std::string(wanlink::security_name(r.security)) +
+                              ": " + dp.name + " at " + dp.addr + ":" + std::to_string(dp.port) +
+                              (relay_of(jp.id).empty()
+                                   ? " is a plain IMPI host, which cannot authenticate"
+                                   : " is reached through impi-relay, which does not authenticate "
+                                     "links yet") +
+                              "; set WANMPI_WAN_ALLOW_PLAIN=1 to talk to it in clear text");
+        peers.push_back(dp);
+    }
+    dc.link = &r.link;
+    dc.link_out = &r.links;
     if (agent && agent->server_fd() >= 0) {
         dc.watch_fd = agent->server_fd();
         Agent* a = agent.get();
         dc.watch = [a] { return a->poll_server(); };
     }
-    if (!(s = dance(l.fd.get(), r.host, r.job, dc, &r.conns)).ok()) return s;
-    l.fd.reset();
+    if (!(s = dance(l.fd.get(), r.host, peers, dc, &r.conns)).ok()) return s;
+    // TLS after the dance, one connection at a time in ascending host order: both ends of
+    // every pair take the same order, so the lowest unfinished pair is always the next one on
+    // both sides and the sequence cannot deadlock.
+    r.tls.resize(r.job.hosts.size());
+    for (size_t hh = 0; hh < r.links.size(); ++hh) {
+        if (!r.links[hh].tls || !r.conns[hh]) continue;
+        const bool client = int(hh) < r.host;  // we connected to the lower hosts
+        s = wanlink::Tls::handshake(r.conns[hh].get(), client, r.links[hh].psk.data(),
+                                    dc.timeout_ms, &r.tls[hh]);
+        if (!s.ok())
+            return Status(s.code(), "TLS with " + peers[hh].name + ": " + s.message());
+        base::set_nonblock(r.conns[hh].get(), false);
+    }
+    r.listener = std::move(l.fd);
     r.agent = std::move(agent);
     WANMPI_LOG(debug, "IMPI: rank %d of %d, host %d, client %d", r.rank, r.job.size(), r.host,
                r.client);

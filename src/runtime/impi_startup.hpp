@@ -30,6 +30,8 @@
 #include "runtime/impi_agent.hpp"
 #include "runtime/impi_dance.hpp"
 #include "runtime/impi_tables.hpp"
+#include "wanlink/secret.hpp"
+#include "wanlink/tls.hpp"
 
 namespace wanmpi::impi {
 
@@ -47,6 +49,14 @@ base::Status startup_options_from_env(StartupOptions* out, bool* enabled);
 
 struct Startup {
     Job job;
+    // Security between clusters (wanlink/secret.hpp, docs/security.md) and what each
+    // connection settled in its link handshake (by global host; ext=false: plain IMPI).
+    wanlink::Security security = wanlink::Security::none;
+    LinkSetup link;
+    std::vector<LinkResult> links;
+    std::vector<std::unique_ptr<wanlink::Tls>> tls;  // by global host, for links with tls
+    // The host socket stays open after the dance for reconnects (WANMPI_WAN_RECONNECT_S).
+    base::Fd listener;
     int client = 0;               // this cluster's client rank
     int rank = 0;                 // MPI_COMM_WORLD rank = job.clients[client].first_rank + PMI rank
     int host = 0;                 // global host rank (job.hosts[host])

@@ -81,6 +81,10 @@ enum PacketType : uint32_t {
     PK_CANCELYES = 5,
     PK_CANCELNO = 6,
     PK_FINI = 7,
+    // wanmpi extension (only between two wanmpi hosts whose link handshake agreed to resume,
+    // wanlink/replay.hpp): "I have consumed `srqid` bytes of your stream", header only, not
+    // counted by IMPI's flow control. A plain IMPI peer never sees one.
+    PK_WAN_ACK = 0x77610001,
 };
 constexpr size_t kPacketHeader = 128;
 

@@ -578,7 +578,7 @@ TEST(ImpiAgent, ThreeClientsThroughServer) {
 TEST(ImpiAgent, WrongKeyIsClearErrorAndServerGoesOn) {
     ServerProc srv(1, {"IMPI_AUTH_KEY=4242"});
     AgentConfig c = agent_cfg(0, srv.addr());
-    c.auth = {false, true, 4243};
+    c.auth = {false, true, 4243, {}};
     Agent a;
     Job job;
     Status s = a.start(c, tables(0, {1}), &job);
@@ -587,11 +587,11 @@ TEST(ImpiAgent, WrongKeyIsClearErrorAndServerGoesOn) {
     EXPECT_NE(s.message().find(srv.addr()), std::string::npos) << s.message();
     EXPECT_TRUE(srv.wait_log("wrong IMPI_AUTH_KEY")) << srv.log();
     // Offering only NONE to a server that wants the key: refused right after AUTH.
-    c.auth = {true, false, 0};
+    c.auth = {true, false, 0, {}};
     s = a.start(c, tables(0, {1}), &job);
     EXPECT_NE(s.message().find("right after AUTH"), std::string::npos) << s.message();
     // The right key still gets in.
-    c.auth = {false, true, 4242};
+    c.auth = {false, true, 4242, {}};
     s = a.start(c, tables(0, {1}), &job);
     ASSERT_TRUE(s.ok()) << s.message();
     EXPECT_TRUE(a.fini().ok());

@@ -6,8 +6,11 @@ Each case starts its own server on an ephemeral loopback port and checks its rep
 byte against IMPI.md's examples, what it logs, and its exit status. Every server is killed at
 the end of its case whatever happens.
 """
+import hashlib
+import hmac
 import os
 import random
+import tempfile
 import socket
 import struct
 import subprocess
@@ -290,6 +293,88 @@ def case_duplicate_rank():
         assert rc == 0 and "already taken" in err, (rc, err)
     finally:
         srv.kill()
+
+
+def secret_file(text, mode=0o600):
+    fd, path = tempfile.mkstemp(prefix="impi_secret.")
+    os.write(fd, text.encode())
+    os.close(fd)
+    os.chmod(path, mode)
+    return path
+
+
+def mac(secret, label, *parts):
+    return hmac.new(secret, label + b"".join(parts), hashlib.sha256).digest()
+
+
+def hmac_join(port, rank, secret, replay=None):
+    """wanmpi's AUTH method (wanlink/handshake.hpp). Returns (socket, verdict, nc, mac_c, ns)."""
+    s = connect(port)
+    s.sendall(hdr(AUTH, 4) + struct.pack(">I", 1 << 16))
+    which, ln = struct.unpack(">ii", recv_exact(s, 8))
+    assert (which, ln) == (16, 64), (which, ln)
+    ch = recv_exact(s, 64)
+    ns, sess = ch[:32], ch[32:]
+    if replay:
+        nc, mc = replay
+    else:
+        nc = os.urandom(32)
+        mc = mac(secret, b"wanmpi-auth-client", ns, nc, sess)
+    s.sendall(nc + mc)
+    s.settimeout(5)
+    v = s.recv(36)
+    verdict = struct.unpack(">I", v[:4])[0] if len(v) >= 4 else None
+    if verdict == 0:
+        assert v[4:] == mac(secret, b"wanmpi-auth-server", ns, nc, sess), "server proof"
+        s.sendall(hdr(IMPI, 4) + struct.pack(">i", rank))
+    return s, verdict, nc, mc, sess
+
+
+def case_hmac():
+    """With a job secret: mutual challenge-response; a wrong secret and a replayed AUTH are
+    refused and logged (the refused client is told so, not left guessing); NONE is refused
+    unless allowed; the real clients go on; a world-readable secret file stops the server."""
+    secret = b"correct horse battery staple!"
+    path = secret_file(secret.decode())
+    srv = Server(2, env={"WANMPI_JOB_SECRET_FILE": path})
+    try:
+        a, va, nc, mc, sess_a = hmac_join(srv.port, 0, secret)
+        assert va == 0
+        bad, vb, *_ = hmac_join(srv.port, 1, b"another secret, long enough")
+        assert vb == 1, "a wrong secret gets verdict 1 before the close"
+        rep, vr, *_ = hmac_join(srv.port, 1, secret, replay=(nc, mc))
+        assert vr == 1, "a replayed response fails against a fresh challenge"
+        none = connect(srv.port)
+        none.sendall(hdr(AUTH, 4) + struct.pack(">I", 1))
+        none.settimeout(5)
+        assert none.recv(8) == b"", "NONE is refused when a secret is set"
+        b, vb2, _, _, sess_b = hmac_join(srv.port, 1, secret)
+        assert vb2 == 0 and sess_a == sess_b, "one session nonce per server run"
+        expect_impi(a, 2)
+        expect_impi(b, 2)
+        finish([a, b])
+        rc, err = srv.wait()
+        assert rc == 0, (rc, err)
+        assert err.count("failed authentication") == 2, err
+        assert "no common authentication method" in err and "IMPI_AUTH_NONE" in err, err
+        assert secret.decode() not in err, "the secret is never logged"
+    finally:
+        srv.kill()
+    # NONE allowed explicitly beside the secret: a plain IMPI client gets in.
+    srv = Server(1, env={"WANMPI_JOB_SECRET_FILE": path, "IMPI_AUTH_NONE": "1"})
+    try:
+        a = join(srv.port, 0)
+        expect_impi(a, 1)
+        finish([a])
+        assert srv.wait()[0] == 0
+    finally:
+        srv.kill()
+    loose = secret_file(secret.decode(), 0o644)
+    r = subprocess.run([SERVER, "-server", "1"], capture_output=True, text=True,
+                       env=dict(os.environ, WANMPI_JOB_SECRET_FILE=loose))
+    assert r.returncode == 2 and "too open" in r.stderr, r.stderr
+    os.unlink(loose)
+    os.unlink(path)
 
 
 def case_usage():

@@ -15,6 +15,23 @@ wrote there, read from the sockets themselves (TCP_INFO, getsockopt): CHECKS is 
 rows=N (connection ends), pacing=BPS (every row's pacing_bps within 0.5 %), cc=NAME (every
 row's congestion control) and traffic (every row moved bytes).
 
+--kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
+NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
+established TCP connections from a 10.100.C.x host to a host of another cluster (not those to
+or from impi-server's port, which the job prints). It reports how many it cut; a test that
+uses it checks the job's output for its reconnects (issue 13).
+
+--capture NS:MARKER:present|absent sniffs every packet in namespace wn.RUN.NS (a router, e.g.
+c0.rt) with a raw socket while the job runs and counts the packets whose bytes contain MARKER:
+`absent` fails if one does (or if fewer than 1 MB were seen: the capture must have worked),
+`present` fails if none does.
+
+--stranger PROG connects, while the job runs, from another cluster's host to every listening
+TCP port of the processes named PROG in each host namespace (the ranks' IMPI host sockets),
+and on each: sends a claimed host rank 1 and a well-formed wanmpi link HELLO with a made-up
+proof; sends garbage; stays silent. The job must go on; the test's regex checks that the
+ranks logged the refusals.
+
 A job passes with `--expect pass` when wanmpi-sites exits 0 and the output matches RE (default
 " No Errors"); with `--expect fail` when it exits non-zero (not by a timeout), every other cluster ended by
 itself within wanmpi-sites' --grace after the first failure, and the output matches RE if given. In both cases nothing of the job may be left running (wanmpi-sites
@@ -27,6 +44,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 
 def need_root():
@@ -115,7 +134,8 @@ def check_stats(path, checks):
 
 def cmd_job(wanemu, run, sites, rest):
     need_root()
-    expect, regex, stats = "pass", None, None
+    expect, regex, stats, kill_every = "pass", None, None, None
+    capture = stranger = None
     while rest and rest[0] != "--":
         if rest[0] == "--expect":
             expect = rest[1]
@@ -123,6 +143,12 @@ def cmd_job(wanemu, run, sites, rest):
             regex = rest[1]
         elif rest[0] == "--stats":
             stats = rest[1]
+        elif rest[0] == "--kill-every":
+            kill_every = float(rest[1])
+        elif rest[0] == "--capture":
+            capture = rest[1]
+        elif rest[0] == "--stranger":
+            stranger = rest[1]
         else:
             print(f"wan_test: unknown option {rest[0]}")
             return 2
@@ -143,10 +169,13 @@ def cmd_job(wanemu, run, sites, rest):
     cmd = [sys.executable, sites, "--run", run, *args]
     print("wan_test: running: " + " ".join(cmd), flush=True)
     env = dict(os.environ, WANEMU_RUN=run)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    out = p.stdout.decode(errors="replace")
+    if kill_every is None and capture is None and stranger is None:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        out = p.stdout.decode(errors="replace")
+        rc = p.returncode
+    else:
+        out, rc = run_watched(cmd, env, run, kill_every, capture, stranger)
     sys.stdout.write(out)
-    rc = p.returncode
     why = None
     if "left running" in out:
         why = "processes of the job were left running"
@@ -177,6 +206,162 @@ def cmd_job(wanemu, run, sites, rest):
         return 1
     print(f"wan_test: PASS (exit {rc})")
     return 0
+
+
+def cut_links(run, server_port):
+    """ss -K the inter-cluster TCP connections of every host namespace; returns how many."""
+    cut = 0
+    for ns in run_netns(run):
+        m = re.match(rf"wn\.{re.escape(run)}\.c(\d+)h\d+$", ns)
+        if not m:
+            continue
+        c = m.group(1)
+        filt = (f"( dst 10.100.0.0/16 and not dst 10.100.{c}.0/24 "
+                f"and not dport = :{server_port} and not sport = :{server_port} )")
+        r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-K", "-t", "-n", "-H",
+                            "state", "established", filt], capture_output=True, text=True)
+        cut += len([l for l in r.stdout.splitlines() if l.strip()])
+    return cut
+
+
+SNIFF = r'''
+import socket, sys, select, time
+marker, out = sys.argv[1].encode(), sys.argv[2]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+n = hits = nbytes = 0
+with open(out + ".ready", "w"):
+    pass
+while True:
+    r, _, _ = select.select([s, sys.stdin], [], [], 0.2)
+    if sys.stdin in r:
+        break
+    if s in r:
+        b = s.recv(65536)
+        n += 1
+        nbytes += len(b)
+        if marker in b:
+            hits += 1
+with open(out, "w") as f:
+    f.write(f"{n} {nbytes} {hits}")
+'''
+
+STRANGER = r'''
+import os, socket, struct, sys
+for target in sys.argv[1:]:
+    addr, port = target.rsplit(":", 1)
+    for kind in ("hello", "garbage", "silent"):
+        try:
+            c = socket.create_connection((addr, int(port)), timeout=3)
+            if kind == "hello":
+                hello = (b"WLNK" + bytes([1, 9, 1, 0]) + struct.pack(">IIQII", 1, 0, 0, 1, 0)
+                         + os.urandom(32))
+                c.sendall(struct.pack(">I", 1) + hello)
+                c.settimeout(3)
+                try:
+                    c.recv(96)
+                except OSError:
+                    pass
+                c.sendall(os.urandom(32))
+            elif kind == "garbage":
+                c.sendall(os.urandom(200))
+            c.settimeout(1)
+            try:
+                c.recv(1)
+            except OSError:
+                pass
+            c.close()
+            print(f"stranger: {kind} to {target} done", flush=True)
+        except OSError as e:
+            print(f"stranger: {kind} to {target}: {e}", flush=True)
+'''
+
+
+def stranger_targets(run, prog):
+    """addr:port of every listening socket of a process named prog in the run's hosts."""
+    out = []
+    for ns in run_netns(run):
+        if not re.match(rf"wn\.{re.escape(run)}\.c\d+h\d+$", ns):
+            continue
+        r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnpH"], capture_output=True,
+                           text=True)
+        a = subprocess.run(["ip", "netns", "exec", ns, "ip", "-4", "-o", "addr", "show", "eth0"],
+                           capture_output=True, text=True).stdout.split()
+        addr = a[3].split("/")[0] if len(a) > 3 else None
+        for line in r.stdout.splitlines():
+            if f'(("{prog}"' in line and addr:
+                out.append(f"{addr}:{line.split()[3].rsplit(':', 1)[1]}")
+    return out
+
+
+def run_watched(cmd, env, run, every, capture, stranger):
+    sniffer = None
+    if capture:
+        ns, marker, want = capture.split(":")
+        fd, cap_out = tempfile.mkstemp(prefix="wan_capture.")
+        os.close(fd)
+        os.unlink(cap_out)
+        sniffer = subprocess.Popen(["ip", "netns", "exec", f"wn.{run}.{ns}", sys.executable, "-c",
+                                    SNIFF, marker, cap_out], stdin=subprocess.PIPE)
+        for _ in range(50):
+            if os.path.exists(cap_out + ".ready"):
+                break
+            time.sleep(0.1)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    lines = []
+    port = [None]
+
+    def reader():
+        for raw in p.stdout:
+            line = raw.decode(errors="replace")
+            lines.append(line)
+            m = re.search(r"impi-server for \d+ clusters .* at [\d.]+:(\d+)", line)
+            if m and port[0] is None:
+                port[0] = m.group(1)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    rounds = total = 0
+    started = time.monotonic()
+    next_cut = started + (every or 0)
+    stranger_done = stranger is None
+    while p.poll() is None:
+        time.sleep(0.1)
+        if every and port[0] is not None and time.monotonic() >= next_cut:
+            n = cut_links(run, port[0])
+            rounds += 1
+            total += n
+            next_cut = time.monotonic() + every
+        if not stranger_done and port[0] is not None and time.monotonic() - started > 3:
+            stranger_done = True
+            targets = stranger_targets(run, stranger)
+            hosts = [ns for ns in run_netns(run) if re.search(r"\.c1h0$", ns)]
+            r = subprocess.run(["ip", "netns", "exec", hosts[0], sys.executable, "-c", STRANGER,
+                                *targets], capture_output=True, text=True, timeout=60)
+            lines.append(f"wan_test: stranger tried {len(targets)} host sockets\n" + r.stdout)
+    t.join()
+    if every:
+        lines.append(f"wan_test: cut {total} inter-cluster connection ends in {rounds} rounds "
+                     f"(every {every:g} s)\n")
+    rc = p.returncode
+    if sniffer:
+        sniffer.stdin.close()
+        sniffer.wait(10)
+        try:
+            with open(cap_out) as f:
+                n, nbytes, hits = map(int, f.read().split())
+            os.unlink(cap_out)
+            os.unlink(cap_out + ".ready")
+        except (OSError, ValueError):
+            n = nbytes = hits = -1
+        lines.append(f"wan_test: capture in {ns}: {n} packets, {nbytes} bytes, {hits} with the "
+                     f"marker\n")
+        if want == "absent" and (hits != 0 or nbytes < 1000000):
+            lines.append("wan_test: capture: the marker must be absent (and >= 1 MB captured)\n")
+            rc = rc or 3
+        if want == "present" and hits <= 0:
+            lines.append("wan_test: capture: the marker must be present\n")
+            rc = rc or 3
+    return "".join(lines), rc
 
 
 def main(argv):
