@@ -18,6 +18,8 @@
 //                between the hosts of a fixed job (relay_fixture.hpp): a rejected header is left
 //                as it was, an accepted one names procs of the pair's two hosts in the other
 //                view and differs only in its proc ids;
+//   link         wanmpi's link handshake (wanlink/handshake.hpp) as a host accepts it: HELLO
+//                decode/encode round trip, and an acceptor that never lets forged bytes in;
 //   relay_labels impi-relay's start-up label rewriting (relay_outward_contribution,
 //                relay_inward_reply) on random data, masks and per-client counts.
 //
@@ -57,6 +59,7 @@
 #include "synthetic_tables.hpp"
 #include "relay_fixture.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/handshake.hpp"
 
 #ifndef WANMPI_LIBFUZZER
 #include <gtest/gtest.h>
@@ -406,11 +409,58 @@ void fuzz_packets(const uint8_t* p, size_t n, uint64_t maxlen) {
         if (!err.empty()) return;  // the host drops the connection here
         FUZZ_CHECK("packets", q.len <= maxlen);
         FUZZ_CHECK("packets", packet_has_payload(q.type) || q.len == 0);
-        FUZZ_CHECK("packets", q.type <= PK_FINI);
+        FUZZ_CHECK("packets", q.type <= PK_FINI || q.type == PK_WAN_ACK);
         at += kPacketHeader;
         if (q.len > n - at) return;  // truncated: the host waits for more or sees EOF
         at += q.len;
     }
+}
+
+// ================================================================================================
+// link: wanmpi's link handshake between two hosts (wanlink/handshake.hpp), as the accepting side
+// reads it after a claimed host rank: the first 64 bytes must decode to a HELLO that re-encodes
+// to the same bytes, or be refused; an acceptor fed the input (then EOF) on a socket never
+// succeeds (the proof cannot be forged), never hangs, and says why it failed.
+// ================================================================================================
+
+void fuzz_link(const uint8_t* p, size_t n) {
+    if (n >= wanlink::kHello) {
+        wanlink::Hello h;
+        if (wanlink::decode_hello(p, &h).empty()) {
+            uint8_t back[wanlink::kHello];
+            wanlink::encode_hello(h, back);
+            FUZZ_CHECK("link", std::memcmp(back, p, wanlink::kHello) == 0);
+        }
+    }
+    static const uint8_t sess[32] = {};
+    wanlink::Secret sec;
+    sec.bytes.assign(24, 'k');
+    static const wanlink::Key key = wanlink::link_key(sec, sess);
+    wanlink::Hello mine;
+    mine.from = 0;
+    mine.to = 1;
+    mine.flags = wanlink::kFlagAuth;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return;
+    wanlink::LinkHandshake a(false, &key, sess, mine, 1);
+    size_t at = 0;
+    wanlink::LinkHandshake::Result r = wanlink::LinkHandshake::again;
+    while (r == wanlink::LinkHandshake::again) {
+        if (at < n) {
+            ssize_t w = ::write(sv[0], p + at, std::min<size_t>(n - at, 4096));
+            if (w > 0) at += size_t(w);
+        } else {
+            ::shutdown(sv[0], SHUT_WR);
+        }
+        r = a.step(sv[1]);
+        char sink[256];
+        while (::recv(sv[0], sink, sizeof sink, MSG_DONTWAIT) > 0) {
+        }
+        if (at >= n && r == wanlink::LinkHandshake::again) r = a.step(sv[1]);
+    }
+    FUZZ_CHECK("link", r == wanlink::LinkHandshake::failed && !a.reason().empty());
+    ::close(sv[0]);
+    ::close(sv[1]);
 }
 
 // ================================================================================================
@@ -617,7 +667,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
     const uint8_t* p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 7) {
+    switch (data[0] % 8) {
     case 0: fuzz_collate(p, n); break;
     case 1:  // the next byte: 1 or 2 clients (with 2, a real client 1 is already waiting)
         if (n >= 1) fuzz_server(p + 1, n - 1, 1 + (p[0] & 1));
@@ -626,6 +676,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3: fuzz_packets(p, n, 1 + (n ? p[0] : 0) * 4096u); break;
     case 4: fuzz_relay_codecs(p, n); break;
     case 5: fuzz_relay_rewrite(p, n); break;
+    case 6: fuzz_link(p, n); break;
     default: fuzz_relay_labels(p, n); break;
     }
     return 0;
@@ -740,6 +791,24 @@ TEST_F(ImpiFuzz, PacketStream) {
         }
         Bytes in = (i % 5 == 0) ? b : mutate(b, starts, rng);
         fuzz_packets(in.data(), in.size(), maxlen);
+    }
+}
+
+TEST_F(ImpiFuzz, LinkHandshake) {
+    std::mt19937_64 rng(20261126);
+    for (int i = 0; i < 4000; ++i) {
+        wanlink::Hello h;
+        h.from = uint32_t(rng() % 3);
+        h.to = 0;
+        h.flags = uint8_t(rng() % 16);
+        h.kind = uint8_t(rng() % 2);
+        h.recv_off = rng();
+        uint8_t hb[wanlink::kHello];
+        wanlink::encode_hello(h, hb);
+        Bytes b(hb, hb + wanlink::kHello);
+        b.resize(b.size() + wanlink::kMac, uint8_t(rng()));
+        Bytes in = (i % 7 == 0) ? b : mutate(b, {0, wanlink::kHello}, rng);
+        fuzz_link(in.data(), in.size());
     }
 }
 
