@@ -1099,7 +1099,7 @@ int engine_init(int required, int* provided) {
     // its start-up shared memory, Open MPI ends MPI_Init with a fence), so an MPI_Abort right
     // after it shows up as the abort and nothing else. Costs one bootstrap round trip. A peer
     // that really dies during start-up is named by shm's connect() or by this fence's failure.
-    if (ln > 1 && enabled("shm") && hosts.size() < size_t(ln) && !getenv("TMP_NOFENCE3")) {
+    if (ln > 1 && enabled("shm") && hosts.size() < size_t(ln)) {
         if (auto s = g->pmi->fence(); !s.ok()) {
             WANMPI_LOG(error, "bootstrap fence failed: %s", s.message().c_str());
             return MPI_ERR_OTHER;

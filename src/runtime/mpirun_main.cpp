@@ -98,6 +98,7 @@ struct RankRec {
     int host = 0;  // index into placements
     pid_t pid = -1;
     enum State { not_started, running, exited } state = not_started;
+    std::string aborted;  // "called MPI_Abort with error code N" once it did
 };
 
 struct ProxyConn {
@@ -269,7 +270,10 @@ void Mpirun::on_rank_exit(int rank, int wstatus) {
     if (r.state == RankRec::exited) return;
     r.state = RankRec::exited;
     out_.flush_rank(rank);
-    std::string how = describe_wait_status(wstatus);
+    // A rank that called MPI_Abort is usually killed by the teardown it asked for (SIGTERM
+    // before its own _exit): ranks still in a PMI barrier, which may outlive SIGTERM (a handler
+    // of their own), are told it aborted, not that it was killed by signal 15.
+    std::string how = r.aborted.empty() ? describe_wait_status(wstatus) : r.aborted;
     bool ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
     bool unfinalized = pmi_->initialized(rank) && !pmi_->finalized(rank);
     int waiting = pmi_->on_rank_gone(rank, how);
@@ -302,8 +306,8 @@ void Mpirun::on_pmi_line(int rank, const std::string& line) {
     case PmiServer::Event::abort: {
         int code = ev.code & 0xff;
         if (code == 0) code = 1;
-        std::string msg = who(rank) + " called MPI_Abort with error code " +
-                          std::to_string(ev.code);
+        ranks_[rank].aborted = "called MPI_Abort with error code " + std::to_string(ev.code);
+        std::string msg = who(rank) + " " + ranks_[rank].aborted;
         if (!ev.message.empty()) msg += ": " + ev.message;
         if (!killing_) fail(msg, code);
         kill_job(SIGTERM);

@@ -66,11 +66,20 @@
 // Peer death: a readable pidfd. Frames the peer wrote before it died are delivered first; then
 // on_peer_failed("rank N (pid P) exited") unless its `finalized` flag is set (clean exit, which
 // is not reported: sends to it fail from then on).
+//
+// Start-up. Taking a peer's memfd (pidfd_getfd or /proc/PID/fd) needs the peer alive, so a peer
+// that left MPI_Init and exited (MPI_Abort at once, say) before we attached it made our MPI_Init
+// fail. Core therefore fences once more after connect(): no rank leaves MPI_Init before every rank has
+// attached its peers (see engine_init). What remains is a peer that really died during start-up;
+// connect() then names it ("rank N (pid P) exited during start-up") instead of blaming the
+// kernel's rules and suggesting WANMPI_SHM_SEGMENT=shm_open, which only helps when the kernel
+// refused (shm_attach_error).
 #include "transport/shm.hpp"
 
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -208,6 +217,19 @@ int sys_pidfd_open(pid_t pid) {
 }
 int sys_pidfd_getfd(int pidfd, int fd) {
     return int(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+}
+
+// Whether the process behind `pidfd` has exited (a pidfd turns readable then; a zombie counts).
+// A process in the middle of exiting has already dropped its files, so taking one of its fds
+// fails (ESRCH; EBADF on older kernels) a moment before the pidfd turns readable: `wait_ms`
+// covers that moment on error paths.
+bool pidfd_exited(int pidfd, int wait_ms) {
+    if (pidfd < 0) return false;
+    pollfd p{pidfd, POLLIN, 0};
+    int n;
+    do n = ::poll(&p, 1, wait_ms);
+    while (n < 0 && errno == EINTR);
+    return n == 1 && (p.revents & POLLIN);
 }
 
 struct Peer {
@@ -917,29 +939,52 @@ Status ShmTransport::map_peer(Peer& p, const std::string& value) {
         return bad("malformed address '" + value + "'");
     p.pid = pid_t(pid);
     who += " (pid " + std::to_string(pid) + ")";
+    // The peer died during start-up (core's last fence keeps a live peer in MPI_Init until we
+    // are done here): say so, and nothing about settings. Its shm_open name, if any, goes too:
+    // the owner would have unlinked it at exit, had it exited normally.
+    auto exited = [&] {
+        if (f[2] == "s") ::shm_unlink(f[3].c_str());
+        return Status(base::Errc::peer_failed,
+                      "shm: " + detail::shm_attach_error(who, true, 0, "", 0));
+    };
+    int open_err = 0;
     p.pidfd = sys_pidfd_open(p.pid);
     if (p.pidfd < 0) {
-        if (errno == ESRCH) return bad("process is gone");
+        open_err = errno;
+        if (open_err == ESRCH) return exited();
         WANMPI_LOG(warn, "shm: pidfd_open(%d): %s; exits of local peers will not be noticed",
-                   int(p.pid), base::errno_text(errno).c_str());
+                   int(p.pid), base::errno_text(open_err).c_str());
     }
     int fd = -1;
     if (f[2] == "m") {
         uint64_t remote_fd;
         if (!parse_u64(f[3], remote_fd)) return bad("malformed fd in '" + value + "'");
-        if (p.pidfd >= 0) fd = sys_pidfd_getfd(p.pidfd, int(remote_fd));
+        int getfd_err = open_err;  // without a pidfd, why there is none
+        if (p.pidfd >= 0) {
+            fd = sys_pidfd_getfd(p.pidfd, int(remote_fd));
+            if (fd < 0) getfd_err = errno;
+        }
         if (fd < 0) {
-            int e = errno;
             std::string path = "/proc/" + std::to_string(pid) + "/fd/" + f[3];
             fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-            if (fd < 0)
-                return bad("cannot take its shared-memory fd (pidfd_getfd: " + base::errno_text(e) +
-                           ", " + path + ": " + base::errno_text(errno) +
-                           "); try WANMPI_SHM_SEGMENT=shm_open");
+            if (fd < 0) {
+                int proc_err = errno;
+                bool gone = getfd_err == ESRCH || proc_err == ESRCH ||
+                            pidfd_exited(p.pidfd, getfd_err == EBADF ? 100 : 0) ||
+                            (p.pidfd < 0 && ::kill(p.pid, 0) != 0 && errno == ESRCH);
+                if (gone) return exited();
+                return Status(base::Errc::fatal,
+                              "shm: " + detail::shm_attach_error(who, false, getfd_err, path,
+                                                                 proc_err));
+            }
         }
     } else {
         fd = ::shm_open(f[3].c_str(), O_RDWR | O_CLOEXEC, 0);
-        if (fd < 0) return bad("shm_open " + f[3] + ": " + base::errno_text(errno));
+        if (fd < 0) {
+            int e = errno;
+            if (pidfd_exited(p.pidfd, 0)) return exited();
+            return bad("shm_open " + f[3] + ": " + base::errno_text(e));
+        }
     }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) < seg_len || seg_len < 2 * kPage) {
@@ -961,6 +1006,9 @@ Status ShmTransport::map_peer(Peer& p, const std::string& value) {
         h->slot_stride != kPage + h->ring_size || h->seg_len != seg_len ||
         kPage + uint64_t(h->nslots) * h->slot_stride > seg_len)
         return bad("segment geometry does not match this host's rank count");
+    // A shm_open segment outlives its owner, so a peer that died a moment ago maps fine: report
+    // it here, as a start-up failure, rather than as a death at its first message.
+    if (pidfd_exited(p.pidfd, 0)) return exited();
     if (f[2] == "s") {
         uint32_t expected = h->expected_mappers;
         if (aref(h->mapped).fetch_add(1, std::memory_order_acq_rel) + 1 == expected)
@@ -992,6 +1040,7 @@ Status ShmTransport::map_peer(Peer& p, const std::string& value) {
         uint64_t got = 0;
         iovec l{&got, sizeof got}, r{reinterpret_cast<void*>(probe), sizeof got};
         ssize_t n = ::process_vm_readv(p.pid, &l, 1, &r, 1, 0);
+        if (n < 0 && errno == ESRCH) return exited();  // not a reason to give up CMA for all
         if (n != ssize_t(sizeof got) || got != kMagic) {
             WANMPI_LOG(info,
                        "shm: single-copy reads from %s not possible (%s); large messages "
@@ -1086,6 +1135,30 @@ Status ShmTransport::get(int peer, uint64_t remote_addr, void* local, uint64_t l
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string shm_attach_error(const std::string& who, bool exited, int getfd_errno,
+                             const std::string& proc_path, int proc_errno) {
+    if (exited)
+        return who +
+               " exited during start-up, before this rank had attached its shared memory (the "
+               "launcher reports how it ended)";
+    std::string s = who + ": cannot take its shared-memory fd (pidfd_getfd: " +
+                    base::errno_text(getfd_errno) + ", " + proc_path + ": " +
+                    base::errno_text(proc_errno) + ")";
+    // The hint is for a kernel that refuses to hand over another process's fd (ptrace rules,
+    // seccomp, no pidfd_getfd): shm_open needs none of that. For anything else (EMFILE, a
+    // bad fd number) it would send the user after a setting that changes nothing.
+    auto refused = [](int e) { return e == EPERM || e == EACCES || e == ENOSYS; };
+    if (refused(getfd_errno) || refused(proc_errno))
+        s += "; this host does not let a process take another's fds (ptrace rules such as "
+             "kernel.yama.ptrace_scope, seccomp, or a kernel before 5.6): try "
+             "WANMPI_SHM_SEGMENT=shm_open";
+    return s;
+}
+
+}  // namespace detail
 
 std::unique_ptr<Transport> make_shm_transport() {
     return std::make_unique<ShmTransport>();

@@ -14,15 +14,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <memory>
 
 #include "base/codec.hpp"
+#include "base/log.hpp"
 #include "base/socket.hpp"
 #include "harness.hpp"
 #include "transport/common.hpp"
 #include "transport/registry.hpp"
+#include "transport/shm.hpp"
 
 using namespace wanmpi;
 using namespace wanmpi::testing;
@@ -492,6 +495,83 @@ TEST_P(ShmSegment, NoLeftoversInDevShm) {
 }
 INSTANTIATE_TEST_SUITE_P(Modes, ShmSegment, ::testing::Values("shm_memfd", "shm_open"),
                          [](const auto& info) { return info.param; });
+
+// Issue 16, point 2: a local peer that exits after publishing its address and before this rank
+// attached its segment (in MPI_Init, core's last fence now prevents that for live ranks; a rank
+// can still die there). connect() must name the peer as gone, not suggest WANMPI_SHM_SEGMENT.
+// memfd: pidfd_open finds the peer (a zombie until the harness reaps it at the end) but taking
+// its fd fails, the exact path of the issue; shm_open: its name still maps, the pidfd says it
+// exited, and the name is unlinked since its owner never will.
+class ShmStartup : public ::testing::TestWithParam<std::string> {};
+TEST_P(ShmStartup, PeerExitedBeforeAttach) {
+    const std::string param = GetParam();
+    const std::string job = fresh_job_id();
+    const std::string prefix =
+        "wanmpi-" + transport::detail::hex64(transport::detail::job_hash(job));
+    if (param == "shm_memfd") {
+        int probe = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int pfd = int(syscall(SYS_pidfd_open, getpid(), 0));
+        int fd = pfd >= 0 ? int(syscall(SYS_pidfd_getfd, pfd, probe, 0)) : -1;
+        if (fd >= 0) ::close(fd);
+        if (pfd >= 0) ::close(pfd);
+        ::close(probe);
+        if (fd < 0) GTEST_SKIP() << "pidfd_getfd is not permitted on this machine";
+    }
+    auto res = run_ranks(2, [&](int rank, PipeKvs& kvs) {
+        apply_variant(param);
+        auto t = transport::make_transport("shm");
+        CHILD_CHECK(t != nullptr, param);
+        auto st = t->init(job_info(rank, 2, job), kvs, others(rank, 2));
+        CHILD_CHECK(st.ok(), st.message());
+        CHILD_CHECK(kvs.fence().ok(), "fence");
+        if (rank == 1) _exit(0);  // address published, never attached anyone
+        // Rank 1's pid is the second field of its address ("1:PID:..."); wait for its exit.
+        auto v = kvs.get("shm-1");
+        CHILD_CHECK(v.has_value() && v->size() > 2, "no address for rank 1");
+        pid_t pid = pid_t(std::stol(v->substr(2)));
+        int pfd = int(syscall(SYS_pidfd_open, pid, 0));
+        if (pfd >= 0) {
+            pollfd p{pfd, POLLIN, 0};
+            CHILD_CHECK(::poll(&p, 1, 30000) == 1, "rank 1 did not exit");
+            ::close(pfd);
+        }
+        st = t->connect(kvs);
+        CHILD_CHECK(!st.ok(), "connect to a peer that exited succeeded");
+        const std::string want = "rank 1 (pid " + std::to_string(pid) + ") exited during start-up";
+        CHILD_CHECK(st.message().find(want) != std::string::npos, st.message());
+        CHILD_CHECK(st.message().find("WANMPI_SHM_SEGMENT") == std::string::npos, st.message());
+        std::fprintf(stderr, "[%s] reported as: %s\n", param.c_str(), st.message().c_str());
+        return 0;
+    });
+    ASSERT_EQ(res.size(), 2u);
+    EXPECT_TRUE(res[0].exited_ok()) << res[0].describe();
+    EXPECT_TRUE(dev_shm_entries(prefix).empty());
+}
+INSTANTIATE_TEST_SUITE_P(Modes, ShmStartup, ::testing::Values("shm_memfd", "shm_open"),
+                         [](const auto& info) { return info.param; });
+
+// The wording for each cause: a peer that is gone is named, with no setting to try; the
+// WANMPI_SHM_SEGMENT=shm_open hint comes only when the kernel refused (EPERM/EACCES: ptrace
+// rules or seccomp; ENOSYS: no pidfd_getfd), where it helps.
+TEST(Shm, AttachErrorText) {
+    using transport::detail::shm_attach_error;
+    const std::string who = "rank 3 (pid 1234)", path = "/proc/1234/fd/7";
+    const std::string hint = "try WANMPI_SHM_SEGMENT=shm_open";
+    std::string gone = shm_attach_error(who, true, ESRCH, path, ENOENT);
+    EXPECT_EQ(gone.rfind("rank 3 (pid 1234) exited during start-up", 0), 0u) << gone;
+    EXPECT_EQ(gone.find("WANMPI_SHM_SEGMENT"), std::string::npos) << gone;
+    for (int e : {EPERM, EACCES, ENOSYS}) {
+        std::string refused = shm_attach_error(who, false, e, path, EACCES);
+        EXPECT_NE(refused.find(hint), std::string::npos) << refused;
+        EXPECT_NE(refused.find("pidfd_getfd: " + base::errno_text(e)), std::string::npos)
+            << refused;
+        EXPECT_NE(refused.find(path + ": " + base::errno_text(EACCES)), std::string::npos)
+            << refused;
+    }
+    std::string other = shm_attach_error(who, false, EMFILE, path, EMFILE);
+    EXPECT_NE(other.find(base::errno_text(EMFILE)), std::string::npos) << other;
+    EXPECT_EQ(other.find("WANMPI_SHM_SEGMENT"), std::string::npos) << other;
+}
 
 // --- tcp only -------------------------------------------------------------------------------
 
