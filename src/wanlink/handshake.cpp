@@ -33,7 +33,8 @@ Key hmac(const uint8_t* key, size_t keylen,
     static const uint8_t zero = 0;
     size_t outl = 0;
     bool ok = ctx && EVP_MAC_init(ctx, keylen ? key : &zero, keylen, params) == 1;
-    for (const auto& [p, n] : parts) ok = ok && EVP_MAC_update(ctx, static_cast<const uint8_t*>(p), n) == 1;
+    for (const auto& [p, n] : parts)
+        ok = ok && EVP_MAC_update(ctx, static_cast<const uint8_t*>(p), n) == 1;
     ok = ok && EVP_MAC_final(ctx, out.data(), &outl, out.size()) == 1 && outl == out.size();
     EVP_MAC_CTX_free(ctx);
     EVP_MAC_free(mac);
@@ -51,11 +52,13 @@ static const char kClient[] = "wanmpi-auth-client";
 static const char kServer[] = "wanmpi-auth-server";
 static const char kLink[] = "wanmpi-link";
 
-Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]) {
+Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32],
+                    const uint8_t sess[32]) {
     return hmac(s.bytes.data(), s.bytes.size(),
                 {{kClient, sizeof kClient - 1}, {ns, kNonce}, {nc, kNonce}, {sess, kNonce}});
 }
-Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]) {
+Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32],
+                    const uint8_t sess[32]) {
     return hmac(s.bytes.data(), s.bytes.size(),
                 {{kServer, sizeof kServer - 1}, {ns, kNonce}, {nc, kNonce}, {sess, kNonce}});
 }
@@ -79,7 +82,8 @@ void encode_hello(const Hello& h, uint8_t o[kHello]) {
 
 std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     if (std::memcmp(in, "WLNK", 4) != 0) return "not a wanmpi link handshake (no WLNK magic)";
-    if (in[4] != 1) return "link handshake version " + std::to_string(in[4]) + " (this wanmpi speaks 1)";
+    if (in[4] != 1)
+        return "link handshake version " + std::to_string(in[4]) + " (this wanmpi speaks 1)";
     if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed))
         return "unknown link handshake flags " + std::to_string(in[5]);
     if (in[6] > 1) return "unknown link handshake kind " + std::to_string(in[6]);
@@ -138,7 +142,8 @@ LinkHandshake::Result LinkHandshake::step(int fd) {
     for (;;) {
         // Write what is queued first; a handshake message is small, a fresh socket takes it.
         while (out_off_ < out_len_) {
-            ssize_t w = ::send(fd, out_ + out_off_, out_len_ - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t w =
+                ::send(fd, out_ + out_off_, out_len_ - out_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w > 0) {
                 out_off_ += size_t(w);
                 continue;
@@ -166,7 +171,8 @@ LinkHandshake::Result LinkHandshake::step(int fd) {
             std::string err = decode_hello(in_, &peer_);
             if (!err.empty()) return fail("link handshake: " + err);
             if (peer_.from != expect_)
-                return fail("link handshake: the peer says it is host " + std::to_string(peer_.from) +
+                return fail("link handshake: the peer says it is host " +
+                            std::to_string(peer_.from) +
                             ", expected host " + std::to_string(expect_));
             if (peer_.to != mine_.from)
                 return fail("link handshake: the peer wants host " + std::to_string(peer_.to) +

@@ -12,7 +12,8 @@
 //                                                           ignores len, IMPI meant it for
 //                                                           method data: here the challenge)
 //   C -> S  Nc[32] MACc[32]   MACc = HMAC(secret, "wanmpi-auth-client" Ns Nc S)
-//   S -> C  Uint4 verdict (0 ok, 1 refused) MACs[32]      MACs = HMAC(secret, "wanmpi-auth-server" Ns Nc S)
+//   S -> C  Uint4 verdict (0 ok, 1 refused) MACs[32]
+//                             MACs = HMAC(secret, "wanmpi-auth-server" Ns Nc S)
 //   S is the server's session nonce, one per impi-server run; it reaches every rank and binds
 //   the link key to this job: K = HMAC(secret, "wanmpi-link" S).
 // (2) Link handshake, after the dance's Uint4 host rank (IMPI.md §4), for pairs whose highest
@@ -26,7 +27,8 @@
 //          side holds a job secret. K is the secret's key when both hold one, else the key of
 //          the empty secret; a side that requires auth refuses a peer without the secret.
 //   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
-//   With K from the empty secret (security none) the exchange is the same and protects nothing. The TLS 1.3 PSK of the connection is HMAC(K, "tls" HELLO_c HELLO_a).
+//   With K from the empty secret (security none) the exchange is the same and protects
+//   nothing. The TLS 1.3 PSK of the connection is HMAC(K, "tls" HELLO_c HELLO_a).
 //
 // Threading: pure functions and a per-connection state machine; thread-safe.
 #pragma once
@@ -45,7 +47,8 @@ constexpr size_t kNonce = 32, kMac = 32;
 
 void random_bytes(uint8_t* p, size_t n);
 // HMAC-SHA-256 of the concatenation of up to 4 parts.
-Key hmac(const uint8_t* key, size_t keylen, std::initializer_list<std::pair<const void*, size_t>> parts);
+Key hmac(const uint8_t* key, size_t keylen,
+         std::initializer_list<std::pair<const void*, size_t>> parts);
 bool equal_mac(const uint8_t* a, const uint8_t* b);  // constant time
 
 // ---- (1) impi-server AUTH -----------------------------------------------------------------------
@@ -53,8 +56,10 @@ constexpr uint32_t kAuthHmac = 16;  // method number (mask bit 16)
 constexpr uint32_t kAuthChallengeLen = 2 * kNonce;   // Ns S
 constexpr size_t kAuthResponse = kNonce + kMac;      // Nc MACc
 constexpr size_t kAuthVerdict = 4 + kMac;            // verdict MACs
-Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]);
-Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32], const uint8_t sess[32]);
+Key auth_client_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32],
+                    const uint8_t sess[32]);
+Key auth_server_mac(const Secret& s, const uint8_t ns[32], const uint8_t nc[32],
+                    const uint8_t sess[32]);
 // K for the link handshakes of a job (sess: the server's session nonce; all zero if the job
 // did not use wanmpi's AUTH method).
 Key link_key(const Secret& s, const uint8_t sess[32]);

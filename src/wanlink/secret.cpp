@@ -69,9 +69,9 @@ static Status check_bytes(std::vector<uint8_t>* b, const std::string& where) {
     if (!b->empty() && b->back() == '\n') b->pop_back();
     if (!b->empty() && b->back() == '\r') b->pop_back();
     if (b->size() < kMinSecret)
-        return Status(Errc::invalid, where + ": the job secret is shorter than " +
-                                         std::to_string(kMinSecret) +
-                                         " bytes (make one with: head -c 32 /dev/urandom | base64)");
+        return Status(Errc::invalid,
+                      where + ": the job secret is shorter than " + std::to_string(kMinSecret) +
+                          " bytes (make one with: head -c 32 /dev/urandom | base64)");
     return Status::OK();
 }
 

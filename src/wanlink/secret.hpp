@@ -29,7 +29,8 @@ namespace wanmpi::wanlink {
 
 struct Secret {
     std::vector<uint8_t> bytes;  // empty: no secret given
-    std::string source;          // "WANMPI_JOB_SECRET_FILE=/path" or "WANMPI_JOB_SECRET" (never the value)
+    // "WANMPI_JOB_SECRET_FILE=/path" or "WANMPI_JOB_SECRET" (never the value itself)
+    std::string source;
     bool set() const { return !bytes.empty(); }
 };
 // The secret from the environment (cached after the first successful call). ok with an empty

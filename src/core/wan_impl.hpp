@@ -1,0 +1,606 @@
+// Internals of the `wan` route (wan.hpp), shared by its two source files:
+//   wan.cpp       engine frames <-> IMPI packets, the data path, flow control, pacing;
+//   wan_link.cpp  the link under it (issue 13): TLS, the resumable stream, reconnects.
+// Nothing here is used outside src/core/wan*.cpp. Threading: like every transport, called
+// under the engine's lock only.
+#pragma once
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "base/clock.hpp"
+#include "base/codec.hpp"
+#include "base/log.hpp"
+#include "core/engine_impl.hpp"
+#include "core/wan.hpp"
+#include "runtime/impi_wire.hpp"
+#include "wanlink/handshake.hpp"
+#include "wanlink/pacer.hpp"
+#include "wanlink/replay.hpp"
+#include "wanlink/tcp_tune.hpp"
+#include "wanlink/tls.hpp"
+
+namespace wanmpi::core::wan_internal {
+
+using impi::Packet;
+
+struct Out {
+    uint8_t hdr[impi::kPacketHeader];
+    const char* payload = nullptr;
+    uint64_t len = 0;
+    uint64_t off = 0;             // bytes of hdr + payload already written
+    SendOp* op = nullptr;         // completed once the packet is written
+    std::unique_ptr<char[]> own;  // payload copy (try_send that could not write it all)
+    bool counted = true;          // counts for flow control
+    bool is_ack = false;          // PK_WAN_ACK
+};
+
+// What the engine sent that a SYNCACK / CANCEL reply refers to.
+struct SendState {
+    bool is_long = false;  // DATASYNC of a long (rendezvous) message; else a synchronous short one
+    uint64_t size = 0;
+    uint64_t first = 0;    // bytes the DATASYNC carried
+};
+// A long message being sent after SYNCACK: DATA frames from the engine start at offset 0; the
+// first `first` bytes already went with the DATASYNC.
+struct LongSend {
+    uint64_t first = 0;
+    uint64_t size = 0;
+    uint64_t srqid = 0;
+};
+// A long message being received (after our SYNCACK).
+struct LongRecv {
+    uint64_t off = 0;   // bytes received so far (the next fragment's offset)
+    uint64_t want = 0;  // bytes the receive buffer takes; the rest is discarded
+    uint64_t size = 0;
+};
+
+struct Peer {
+    int rank = -1;
+    int fd = -1;
+    bool alive = false;
+    bool failed_reported = false;
+    bool fini_sent = false, fini_rcvd = false;
+    bool want_out = false;  // EPOLLOUT registered
+    std::string why;
+    impi::Proc proc;
+    std::deque<Out> wire, held;
+    uint64_t sent = 0;  // counted packets not yet acknowledged
+    uint64_t rcvd = 0;  // counted packets received since the last PROTOACK
+    // receive state machine
+    uint8_t hdr[impi::kPacketHeader];
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    Packet pk;
+    uint8_t ehdr[transport::kHeaderSize];  // the engine frame being delivered
+    uint64_t elen = 0;                     // its payload length
+    char* dst = nullptr;                   // where payload bytes [0, elen) go
+    uint64_t got = 0;                      // payload bytes of the packet read so far
+    enum class In : uint8_t { eager, data, first, discard } mode = In::discard;
+    std::vector<char> tmp;
+    std::vector<char> first_buf;
+    std::map<uint64_t, SendState> sends;
+    std::map<uint64_t, LongSend> long_sends;     // by drqid
+    struct First {
+        std::vector<char> data;
+        uint64_t size = 0;  // pk_msglen
+    };
+    std::map<uint64_t, First> firsts;            // by srqid
+    std::map<uint64_t, LongRecv> long_recvs;     // by drqid
+    wanlink::LinkCounters ctr;                   // WANMPI_WAN_STATS
+    int64_t hold_until = 0;                      // no writes before (stagger)
+    // The link (issue 13, wanlink/): TLS, and the resumable stream (replay.hpp). While `down`
+    // the peer stays alive for MPI: sends queue in `wire`, and the stream resumes at the
+    // peer's recv_off once a reconnect succeeds (or the peer fails after reconnect_ms).
+    std::unique_ptr<wanlink::Tls> tls;
+    bool want_tls = false;
+    bool resume = false;
+    wanlink::SendLog log;
+    uint64_t recv_off = 0;     // bytes of the peer's stream consumed
+    uint64_t acked_out = 0;    // recv_off last sent in a PK_WAN_ACK
+    uint64_t replay_pos = 0;   // next log byte to write; < log.end() while resending
+    bool down = false;
+    bool suspended = false;    // a reconnect handshake for this peer is under way: no reads
+    int64_t down_since = 0;
+    int64_t next_try = 0, backoff_ms = 10;
+    std::string down_why;
+    uint32_t reconnects = 0;
+    uint64_t skip_in = 0;      // bytes of the new connection already consumed on the old one
+};
+
+// An incoming connection on the host socket after the dance: a peer reconnecting (or a
+// stranger), driven without blocking until its link handshake proves it.
+struct Pending {
+    base::Fd fd;
+    uint8_t rank[4] = {};
+    size_t got = 0;
+    int peer = -1;
+    std::unique_ptr<wanlink::LinkHandshake> hs;
+    int64_t deadline = 0;
+    std::string from;
+    uint64_t hello_recv_off = 0;  // the recv_off our HELLO named
+};
+
+// The engine header of a message that needs matching (EAGER, or the RTS of a long message):
+// the IMPI packet's context id, source (rank in the sender's group), tag, size and request id.
+inline Hdr match_hdr(uint8_t type, const Packet& pk) {
+    Hdr h;
+    h.type = type;
+    h.ctx = uint32_t(pk.cid);
+    h.src = pk.lsrank;
+    h.tag = pk.tag;
+    h.size = pk.msglen;
+    h.sreq = pk.srqid;
+    return h;
+}
+
+// Hand the engine a frame without payload (RTS, SYNC_ACK/FIN/CTS, CANCEL_*): header, then done.
+inline void deliver_ctrl(Peer& p, const Hdr& h, transport::RecvSink& sink) {
+    encode(h, p.ehdr);
+    sink.on_header(p.rank, p.ehdr, 0);
+    sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+}
+
+// A frame for the engine produced outside progress() (the stored first fragment after CTS), or
+// a SendOp to complete: delivered by the next progress().
+struct Local {
+    int peer;
+    SendOp* op = nullptr;
+    bool ok = true;
+    uint8_t ehdr[transport::kHeaderSize];
+    std::vector<char> data;
+};
+
+class Wan final : public WanTransport {
+public:
+    Wan(const impi::Job& job, int me, std::vector<base::Fd> conns, const std::vector<int>& peers,
+        WanLinks links)
+        : job_(job), me_(me), links_(std::move(links)) {
+        maxlen_ = job.maxlen;
+        hiwater_ = std::max<uint32_t>(1, job.hiwater);
+        ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
+        my_proc_ = job.procs[size_t(me)].id;
+        peers_.reset(new Peer[size_t(job.size())]);
+        const wanlink::TcpTuning tuning = wanlink::tcp_tuning_from_env();
+        epfd_ = epoll_create1(EPOLL_CLOEXEC);
+        for (int r : peers) {
+            Peer& p = peers_[size_t(r)];
+            p.rank = r;
+            p.fd = conns[size_t(r)].release();
+            p.alive = p.fd >= 0;
+            p.proc = job.procs[size_t(r)].id;
+            if (!p.alive) {
+                p.why = "no IMPI connection to rank " + std::to_string(r);
+                continue;
+            }
+            if (size_t(r) < links_.results.size()) {
+                p.resume = links_.results[size_t(r)].resume && reconnect_ms_ > 0;
+                p.want_tls = links_.results[size_t(r)].tls;
+            }
+            if (size_t(r) < links_.tls.size()) p.tls = std::move(links_.tls[size_t(r)]);
+            base::set_nonblock(p.fd, true);
+            base::set_nodelay(p.fd);
+            wanlink::tune_socket(p.fd, tuning);
+            if (p.resume) wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.u32 = uint32_t(r);
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
+            list_.push_back(r);
+            any_resume_ = any_resume_ || p.resume;
+        }
+        tuning_ = tuning;
+        // Reconnects come in on the host socket of the dance (only if some peer can resume).
+        if (any_resume_ && links_.listener) {
+            base::set_nonblock(links_.listener.get(), true);
+            epoll_event lev{};
+            lev.events = EPOLLIN;
+            lev.data.u32 = kListenTag;
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, links_.listener.get(), &lev);
+        } else {
+            links_.listener.reset();
+        }
+        rbuf_.resize(kStage);
+        // Pacing: the bucket's refill wakes a rank that sleeps with bytes held back.
+        tfd_ = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (tfd_ >= 0) {
+            epoll_event tev{};
+            tev.events = EPOLLIN;
+            tev.data.u32 = UINT32_MAX - 1;
+            epoll_ctl(epfd_, EPOLL_CTL_ADD, tfd_, &tev);
+        }
+        // Work queued outside progress() (push_local) must wake a sleeping rank.
+        evfd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = UINT32_MAX;
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, evfd_, &ev);
+    }
+    ~Wan() override { close_all(); }
+
+    const char* name() const override { return "wan"; }
+    std::string failure(int peer) const override { return peers_[size_t(peer)].why; }
+    base::Status init(const transport::JobInfo&, base::Kvs&, const std::vector<int>&) override {
+        return base::Status::OK();
+    }
+    base::Status connect(base::Kvs&) override { return base::Status::OK(); }
+    void finalize() override { close_all(); }
+
+    SendResult try_send(int peer, const uint8_t* hdr, const void* payload,
+                        uint64_t len) override;
+    void post_send(int peer, SendOp* op) override;
+    int progress(transport::RecvSink& sink) override;
+    bool flushed() const override {
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            if (p.alive && (!p.wire.empty() || !p.held.empty())) return false;
+        }
+        return true;
+    }
+    int wait_fd() const override { return epfd_; }
+    void prepare_sleep() override {
+        // Bytes held back by the pacer: the refill timer wakes us, not the socket, which is
+        // writable all along (waiting for EPOLLOUT then would spin: a rank that burns its
+        // core starves the others and the network of a 2-core host).
+        bool throttled = false;
+        if (pacer_.limited()) {
+            const int64_t now = base::now_ns();
+            throttled = !pacer_.ready(now);
+            if (throttled)
+                for (int r : list_)
+                    if (peers_[size_t(r)].alive && !peers_[size_t(r)].wire.empty()) {
+                        arm_timer(pacer_.wait_ns(pacer_.depth(), now));
+                        break;
+                    }
+        }
+        bool wake = false;
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            if (p.down || !incoming_.empty()) {
+                // Reconnect attempts, the reconnect deadline and pending handshakes are timed:
+                // come back at the next attempt (the listener wakes the accepting side).
+                // (Handshake bytes of pending connections wake us through epoll; the timer only
+                // enforces their deadline.)
+                const int64_t now_ms = base::now_ns() / 1000000;
+                int64_t at = now_ms + 1000;
+                if (p.down) {
+                    at = std::min(at, p.down_since + reconnect_ms_);
+                    if (me_ > p.rank) at = std::min(at, p.next_try);
+                }
+                arm_timer(std::max<int64_t>(at - now_ms, 0) * 1000000);
+                if (p.down) continue;
+            }
+            // Plaintext TLS already decrypted is not in the socket: epoll would not wake us.
+            if (p.tls && p.tls->pending() && !p.suspended) wake = true;
+            bool want = (!p.wire.empty() || (p.tls && p.tls->backlog() > 0) ||
+                         p.replay_pos < p.log.end()) &&
+                        !throttled && !held_back(p);
+            if (want == p.want_out) continue;
+            epoll_event ev{};
+            ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
+            ev.data.u32 = uint32_t(r);
+            epoll_ctl(epfd_, EPOLL_CTL_MOD, p.fd, &ev);
+            p.want_out = want;
+        }
+        if (wake && evfd_ >= 0) {
+            uint64_t one = 1;
+            ssize_t w = ::write(evfd_, &one, sizeof one);
+            (void)w;
+        }
+    }
+    uint64_t max_inline() const override { return 16384; }
+
+    // A lower cap applies at once. A higher one (a rate-managed collective returning to the
+    // rank's own MATB) waits until what the kernel still holds unsent under the old caps has
+    // left at them: a collective's sends complete when their bytes are in the kernel, and
+    // raising the caps then would release that backlog as one burst at the end of every call.
+    void set_rate(uint64_t bytes_per_s, int flows) override {
+        const uint64_t cap = wanlink::Pacer::socket_cap(bytes_per_s, flows);
+        pending_ = false;
+        if (cap_ != 0 && (cap == 0 || cap > cap_)) {
+            int64_t wait_ns = 0;
+            for (int r : list_) {
+                const Peer& p = peers_[size_t(r)];
+                if (!p.alive) continue;
+                const int64_t unsent = wanlink::socket_unsent(p.fd);
+                if (unsent > 0) wait_ns = std::max(wait_ns, int64_t(1e9 * double(unsent) / double(cap_)));
+            }
+            if (wait_ns > 0) {
+                pending_ = true;
+                pend_rate_ = bytes_per_s;
+                pend_flows_ = flows;
+                pend_at_ = base::now_ns() + wait_ns;
+                arm_timer(wait_ns);
+                return;
+            }
+        }
+        apply_rate(bytes_per_s, flows);
+    }
+    void apply_rate(uint64_t bytes_per_s, int flows) {
+        const uint64_t cap = wanlink::Pacer::socket_cap(bytes_per_s, flows);
+        if (bytes_per_s == rate_ && cap == cap_) return;
+        // The bucket shares the budget among sockets the caller did not count (flows == 1:
+        // point-to-point). When the caller counted them, the caps already sum to the budget,
+        // and a bucket at the same rate would only add its own losses (a socket idle for a
+        // moment cannot give its share to the others, yet the bucket handed it out): measured
+        // 1.1-1.6x slower Alltoalls with it.
+        const uint64_t bucket = flows > 1 ? 0 : bytes_per_s;
+        if (bucket != pacer_.rate()) pacer_.set_rate(bucket, base::now_ns());
+        rate_ = bytes_per_s;
+        cap_ = cap;
+        flows_ = flows;
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            if (int e = wanlink::set_socket_pacing(p.fd, cap); e && !pacing_said_) {
+                pacing_said_ = true;
+                WANMPI_LOG(warn, "SO_MAX_PACING_RATE not applied (%s): only wanmpi's own "
+                                 "budget paces the WAN sockets", std::strerror(e));
+            }
+        }
+    }
+    uint64_t rate() const override { return pending_ ? pend_rate_ : rate_; }
+    void stagger(int64_t first_ns, int64_t stride_ns) override {
+        const int64_t now = base::now_ns();
+        int64_t k = 0;
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            const int64_t at = first_ns + k++ * stride_ns;
+            p.hold_until = at > 0 ? now + at : 0;
+        }
+    }
+    int flows() const override { return pending_ ? pend_flows_ : flows_; }
+    std::vector<wanlink::LinkStat> link_stats() const override {
+        std::vector<wanlink::LinkStat> v;
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            wanlink::LinkStat s;
+            s.rank = me_;
+            s.peer_rank = r;
+            s.peer_cluster = job_.procs[size_t(r)].client;
+            s.peer_host = job_.hosts[size_t(job_.procs[size_t(r)].host)].addr();
+            s.c = p.ctr;
+            s.tcp = wanlink::read_tcp_info(p.fd);
+            s.cc = p.fd >= 0 ? wanlink::socket_cc(p.fd) : "";
+            v.push_back(std::move(s));
+        }
+        return v;
+    }
+    uint64_t max_frame() const override { return maxlen_; }
+
+    void begin_fini() override {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive || p.fini_sent) continue;
+            Packet pk;
+            pk.type = impi::PK_FINI;
+            pk.src.pid = -1;
+            pk.dest.pid = -1;
+            Out& o = p.held.emplace_back();
+            impi::encode_packet(pk, o.hdr);
+            o.counted = false;
+            p.fini_sent = true;
+            admit(p);
+        }
+    }
+    bool fini_done() const override {
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            if (p.alive && (!p.fini_rcvd || !p.wire.empty() || !p.held.empty())) return false;
+        }
+        return true;
+    }
+
+private:
+    static constexpr size_t kStage = 256 * 1024;
+
+    Packet base_packet(const Peer& p, uint32_t type) const {
+        Packet pk;
+        pk.type = type;
+        pk.src = my_proc_;
+        pk.dest = p.proc;
+        return pk;
+    }
+    // The packet of a message to be matched (DATA/DATASYNC): the engine header's context id,
+    // source, tag, size and request id; `len` bytes of it in this packet. (match_hdr reverses it.)
+    Packet message_packet(const Peer& p, uint32_t type, const Hdr& h, uint64_t len) const {
+        Packet pk = base_packet(p, type);
+        pk.len = uint32_t(len);
+        pk.msglen = h.size;
+        pk.srqid = h.sreq;
+        pk.lsrank = h.src;
+        pk.tag = h.tag;
+        pk.cid = h.ctx;
+        return pk;
+    }
+    // Engine frame -> packet. Returns false if nothing goes on the wire (the frame is dropped or
+    // handled locally). May queue Local events. `payload` is the frame's payload.
+    bool translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o);
+    void admit(Peer& p) {
+        while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
+            if (p.held.front().counted) p.sent++;
+            p.wire.push_back(std::move(p.held.front()));
+            p.held.pop_front();
+        }
+    }
+    bool can_send_now(const Peer& p) const {
+        return p.alive && !p.down && !p.suspended && p.wire.empty() && p.held.empty() &&
+               p.sent < hiwater_ && p.replay_pos == p.log.end() &&
+               !(p.tls && p.tls->backlog() > 0) && !(p.resume && p.log.full()) &&
+               (!p.hold_until || !held_back(p)) && !warming(p);
+    }
+    // Linux paces nothing before a connection's tenth data segment: its initial window leaves
+    // at NIC speed, and many connections starting together overflow the bottleneck (at
+    // 2 x 2 ranks into 200 Mbit/s the first Alltoall lost packets, and cubic's slow-start
+    // threshold fell to 9 segments: the job then ran at a third of the link for seconds).
+    // While pacing is on, a connection's first kWarm bytes go kWarmChunk at a time, spaced at
+    // its cap, from write_some (try_send defers to it).
+    static constexpr uint64_t kWarm = 16384;
+    static constexpr size_t kWarmChunk = 2 * 1448;
+    bool warming(const Peer& p) const { return cap_ != 0 && p.ctr.bytes_sent < kWarm; }
+    // A staggered start not reached yet (arms the timer for it).
+    bool held_back(const Peer& p) const {
+        if (!p.hold_until) return false;
+        const int64_t now = base::now_ns();
+        if (now >= p.hold_until) return false;
+        const_cast<Wan*>(this)->arm_timer(p.hold_until - now);
+        return true;
+    }
+    int write_some(Peer& p);
+    void share_caps();
+    int read_some(Peer& p, transport::RecvSink& sink);
+    void on_packet_header(Peer& p, transport::RecvSink& sink);
+    void on_packet_done(Peer& p, transport::RecvSink& sink);
+    void send_protoack(Peer& p) {
+        Packet pk = base_packet(p, impi::PK_PROTOACK);
+        Out o;
+        impi::encode_packet(pk, o.hdr);
+        o.counted = false;
+        p.wire.push_back(std::move(o));
+    }
+    void fail(Peer& p, const std::string& why) {
+        if (!p.alive) return;
+        // Said here once: MPI reports it only where a call involves the peer.
+        WANMPI_LOG(warn, "%s", why.c_str());
+        p.alive = false;
+        p.why = why;
+        p.tls.reset();
+        if (p.fd >= 0) {
+            epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+            ::close(p.fd);
+        }
+        p.fd = -1;
+        for (auto* q : {&p.wire, &p.held})
+            for (Out& o : *q)
+                if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
+        p.wire.clear();
+        p.held.clear();
+    }
+    // ---- the link: TLS, the resumable stream, reconnects (issue 13) ----------------------------
+    // Writes through TLS or to the socket; what was taken goes into the log of a resumable
+    // stream (a copy: the bytes must outlive the caller's buffer until the peer confirms them).
+    ssize_t io_writev(Peer& p, const iovec* iov, int n);
+    ssize_t raw_recv(Peer& p, void* buf, size_t n);
+    ssize_t io_recv(Peer& p, void* buf, size_t n);
+    std::string io_error(const Peer& p) const;
+    // The connection broke. A resumable stream goes down and waits for a reconnect (MPI sees
+    // nothing); anything else fails the peer. A TLS record that failed authentication (altered
+    // on the way) is dropped by TLS before a byte of it is delivered, so the stream resumes
+    // just before it, from an untouched copy: an attacker who alters data costs a reconnect.
+    void broken(Peer& p, const std::string& why);
+    // "I have consumed recv_off bytes of your stream": at the front of the queue (after a packet
+    // half written), so that it overtakes data a full log holds back.
+    void queue_ack(Peer& p);
+    wanlink::Hello hello_for(const Peer& p) const;
+    // A new connection for a peer whose link handshake (and TLS) succeeded: resume the stream
+    // where the peer stopped.
+    bool resume_on(Peer& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
+                   uint64_t peer_recv_off, uint64_t skip_in = 0);
+    // The side that dialled at the dance (the higher host) dials again; the other waits on its
+    // host socket (serve_reconnects). Both give up after WANMPI_WAN_RECONNECT_S.
+    int reconnect_step(Peer& p);
+    int serve_reconnects();
+
+    void push_local(Local l) {
+        if (local_.empty() && evfd_ >= 0) {
+            uint64_t one = 1;
+            ssize_t w = ::write(evfd_, &one, sizeof one);
+            (void)w;
+        }
+        local_.push_back(std::move(l));
+    }
+    // Bytes the pacer lets through now, of `want`; 0 arms the refill timer (progress or the
+    // sleeping engine comes back when it fires).
+    size_t paced(size_t want) {
+        if (!pacer_.limited()) return want;
+        int64_t now = base::now_ns();
+        size_t ok = pacer_.allow(want, now);
+        if (ok > 0) return ok;
+        arm_timer(pacer_.wait_ns(want, now));
+        return 0;
+    }
+    // The timer wakes progress() (and a sleeping engine) in `ns`; an earlier expiry stays.
+    void arm_timer(int64_t ns) {
+        if (tfd_ < 0) return;
+        ns = std::max<int64_t>(ns, 20000);
+        itimerspec cur{};
+        timerfd_gettime(tfd_, &cur);
+        const int64_t left = int64_t(cur.it_value.tv_sec) * 1000000000 + cur.it_value.tv_nsec;
+        if (timer_armed_ && left > 0 && left <= ns) return;
+        itimerspec its{};
+        its.it_value.tv_sec = ns / 1000000000;
+        its.it_value.tv_nsec = ns % 1000000000;
+        timerfd_settime(tfd_, 0, &its, nullptr);
+        timer_armed_ = true;
+    }
+    void close_all() {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (p.tls) p.tls->shutdown();  // close_notify: an orderly end, not a truncation
+            p.tls.reset();
+            if (p.fd >= 0) ::close(p.fd);
+            p.fd = -1;
+            p.alive = false;
+        }
+        if (epfd_ >= 0) ::close(epfd_);
+        if (evfd_ >= 0) ::close(evfd_);
+        if (tfd_ >= 0) ::close(tfd_);
+        epfd_ = evfd_ = tfd_ = -1;
+    }
+    std::string peer_name(int r) const {
+        const auto& pe = job_.procs[size_t(r)];
+        const auto& h = job_.hosts[size_t(pe.host)];
+        std::string relay = impi::relay_of(pe.id);
+        return "rank " + std::to_string(r) + " (cluster " + std::to_string(pe.client) + ", " +
+               h.addr() + ":" + std::to_string(h.port) +
+               (relay.empty() ? "" : ", through impi-relay at " + relay) + ")";
+    }
+
+    const impi::Job& job_;
+    int me_;
+    WanLinks links_;
+    wanlink::TcpTuning tuning_;
+    int64_t reconnect_ms_ = wanlink::reconnect_ms();
+    bool any_resume_ = false;
+    std::vector<Pending> incoming_;
+    int64_t accept_checked_ = 0;
+    static constexpr uint32_t kListenTag = UINT32_MAX - 2;
+    uint64_t maxlen_ = 0;
+    uint32_t hiwater_ = 1, ackmark_ = 1;
+    impi::Proc my_proc_;
+    std::unique_ptr<Peer[]> peers_;
+    std::vector<int> list_;
+    std::vector<Local> local_;
+    int epfd_ = -1;
+    int evfd_ = -1;
+    int tfd_ = -1;             // pacing refill timer
+    wanlink::Pacer pacer_;     // this rank's WAN budget (set_rate)
+    uint64_t rate_ = 0;        // the budget (set_rate), bytes/s on the wire; 0 = unlimited
+    uint64_t cap_ = 0;         // each socket's SO_MAX_PACING_RATE (0 = unlimited)
+    int flows_ = 1;            // sockets the budget is split among (set_rate)
+    int64_t shared_at_ = 0;    // last share_caps() pass
+    bool pending_ = false;     // a higher rate waits for the kernel's backlog (set_rate)
+    uint64_t pend_rate_ = 0;
+    int pend_flows_ = 1;
+    int64_t pend_at_ = 0;
+    bool timer_armed_ = false; // tfd_ set and not yet read after firing
+    bool pacing_said_ = false;
+    size_t rr_ = 0;            // first peer served by the next progress(): the budget is shared
+    std::vector<char> rbuf_;
+    size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
+};
+
+}  // namespace wanmpi::core::wan_internal

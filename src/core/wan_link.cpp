@@ -1,0 +1,299 @@
+// The link under the `wan` route (issue 13; docs/design/reconnect.md): writes and reads through
+// TLS, the send log of a resumable stream and its acknowledgements, a broken connection going
+// down instead of dead, and the two sides of a reconnect (the higher host dials again, the
+// other accepts on the host socket kept from the dance). The wire formats are wanlink's.
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/wan_impl.hpp"
+
+namespace wanmpi::core::wan_internal {
+
+namespace {
+int64_t now_ms() { return base::now_ns() / 1000000; }
+}  // namespace
+
+ssize_t Wan::io_writev(Peer& p, const iovec* iov, int n) {
+    ssize_t w = p.tls ? p.tls->writev(iov, n) : ::writev(p.fd, iov, n);
+    if (w > 0 && p.resume) {
+        p.log.append(iov, n, size_t(w));
+        p.replay_pos = p.log.end();
+    }
+    return w;
+}
+
+ssize_t Wan::raw_recv(Peer& p, void* buf, size_t n) {
+    return p.tls ? p.tls->recv(buf, n) : ::recv(p.fd, buf, n, MSG_DONTWAIT);
+}
+
+ssize_t Wan::io_recv(Peer& p, void* buf, size_t n) {
+    // After a reconnect we accepted while the old connection still delivered: the peer
+    // resends from the offset our HELLO named, and what we consumed since is dropped here.
+    while (p.skip_in > 0) {
+        char tmp[65536];
+        ssize_t r = raw_recv(p, tmp, size_t(std::min<uint64_t>(sizeof tmp, p.skip_in)));
+        if (r <= 0) return r;
+        p.skip_in -= uint64_t(r);
+    }
+    ssize_t r = raw_recv(p, buf, n);
+    if (r > 0) p.recv_off += uint64_t(r);
+    return r;
+}
+
+std::string Wan::io_error(const Peer& p) const {
+    const int e = errno;
+    std::string t = std::strerror(e);
+    if (p.tls && !p.tls->error().empty()) t += " (TLS: " + p.tls->error() + ")";
+    if (e == EBADMSG) t += "; a TLS record failed authentication: the data was altered on the way";
+    return t;
+}
+
+void Wan::broken(Peer& p, const std::string& why) {
+    if (!p.alive || p.down) return;
+    if (!p.resume) return fail(p, why);
+    WANMPI_LOG(warn, "%s; reconnecting (up to %lld s, WANMPI_WAN_RECONNECT_S)", why.c_str(),
+               (long long)(reconnect_ms_ / 1000));
+    p.tls.reset();
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+    ::close(p.fd);
+    p.fd = -1;
+    p.want_out = false;
+    p.down = true;
+    p.down_why = why;
+    p.down_since = now_ms();
+    p.next_try = p.down_since;
+    p.backoff_ms = 10;
+    arm_timer(1'000'000);
+}
+
+void Wan::queue_ack(Peer& p) {
+    Packet pk = base_packet(p, impi::PK_WAN_ACK);
+    pk.srqid = p.recv_off;
+    Out o;
+    impi::encode_packet(pk, o.hdr);
+    o.counted = false;
+    o.is_ack = true;
+    auto at = p.wire.begin();
+    if (at != p.wire.end() && at->off > 0) ++at;
+    p.wire.insert(at, std::move(o));
+    p.acked_out = p.recv_off;
+}
+
+wanlink::Hello Wan::hello_for(const Peer& p) const {
+    wanlink::Hello h;
+    h.flags = links_.link.flags;
+    h.kind = 1;
+    h.from = uint32_t(me_);
+    h.to = uint32_t(p.rank);
+    h.recv_off = p.recv_off;
+    h.epoch = p.reconnects + 1;
+    return h;
+}
+
+bool Wan::resume_on(Peer& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
+                    uint64_t peer_recv_off, uint64_t skip_in) {
+    if (peer_recv_off < p.log.begin() || peer_recv_off > p.log.end()) {
+        fail(p, "reconnected to " + peer_name(p.rank) + ", but it asks to resume at byte " +
+                std::to_string(peer_recv_off) + " while this side keeps bytes " +
+                std::to_string(p.log.begin()) + ".." + std::to_string(p.log.end()));
+        return false;
+    }
+    if (p.fd >= 0) {  // the peer found the old connection dead before we did
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+        ::close(p.fd);
+    }
+    p.log.ack(peer_recv_off);
+    p.replay_pos = peer_recv_off;
+    p.skip_in = skip_in;
+    p.fd = fd.release();
+    p.tls = std::move(tls);
+    base::set_nonblock(p.fd, true);
+    base::set_nodelay(p.fd);
+    wanlink::tune_socket(p.fd, tuning_);
+    wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
+    if (cap_) wanlink::set_socket_pacing(p.fd, cap_);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = uint32_t(p.rank);
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
+    p.want_out = false;
+    const int64_t took = p.down ? now_ms() - p.down_since : 0;
+    p.down = false;
+    p.suspended = false;
+    p.reconnects++;
+    WANMPI_LOG(warn, "reconnected to %s after %lld ms; resending %llu bytes it had not "
+                     "received",
+               peer_name(p.rank).c_str(), (long long)took,
+               (unsigned long long)(p.log.end() - peer_recv_off));
+    return true;
+}
+
+int Wan::reconnect_step(Peer& p) {
+    const int64_t now = now_ms();
+    if (now - p.down_since >= reconnect_ms_) {
+        fail(p, p.down_why + "; no reconnect within " + std::to_string(reconnect_ms_ / 1000) +
+                    " s (WANMPI_WAN_RECONNECT_S)");
+        return 0;
+    }
+    if (me_ < p.rank || now < p.next_try) return 0;
+    p.next_try = now + p.backoff_ms;
+    p.backoff_ms = std::min<int64_t>(p.backoff_ms * 2, 1000);
+    const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
+    const int64_t budget = std::clamp<int64_t>(reconnect_ms_ - (now - p.down_since), 1, 5000);
+    const int64_t deadline = now + budget;
+    std::string err;
+    int fd = base::tcp_connect(h.addr(), h.port, int(budget), &err);
+    if (fd < 0) {
+        WANMPI_LOG(info, "reconnect to %s: %s", peer_name(p.rank).c_str(), err.c_str());
+        return 0;
+    }
+    base::Fd f(fd);
+    const int64_t connected_ms = base::now_ns() / 1000000;
+    base::set_nonblock(fd, true);
+    // The handshakes are small messages back to back: Nagle would hold each behind the
+    // peer's delayed ACK (40 ms a step).
+    base::set_nodelay(fd);
+    uint8_t rk[4];
+    base::put_be32(rk, uint32_t(me_));
+    if (::send(fd, rk, 4, MSG_NOSIGNAL) != 4) return 0;
+    wanlink::LinkHandshake hs(true, links_.link.keyed ? &links_.link.key : nullptr,
+                              links_.link.session.data(), hello_for(p), uint32_t(p.rank));
+    for (;;) {
+        auto r = hs.step(fd);
+        if (r == wanlink::LinkHandshake::done) break;
+        if (r == wanlink::LinkHandshake::failed) {
+            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), hs.reason().c_str());
+            return 0;
+        }
+        pollfd pf{fd, POLLIN, 0};
+        const int64_t left = deadline - now_ms();
+        if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
+            WANMPI_LOG(info, "reconnect to %s: no handshake answer", peer_name(p.rank).c_str());
+            return 0;
+        }
+    }
+    std::unique_ptr<wanlink::Tls> tls;
+    if (hs.tls()) {
+        const auto psk = hs.tls_psk();
+        base::Status st = wanlink::Tls::handshake(fd, true, psk.data(),
+                                                  std::max<int64_t>(1, deadline - now_ms()), &tls);
+        if (!st.ok()) {
+            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(),
+                       st.message().c_str());
+            return 0;
+        }
+    }
+    WANMPI_LOG(info, "reconnect to %s: connected in %lld ms, handshake%s in %lld ms",
+               peer_name(p.rank).c_str(), (long long)(connected_ms - now),
+               tls ? " and TLS" : "", (long long)(base::now_ns() / 1000000 - connected_ms));
+    return resume_on(p, std::move(f), std::move(tls), hs.peer().recv_off) ? 1 : 0;
+}
+
+// Connections on the host socket after the dance: peers reconnecting, or strangers. Each must
+// send a host rank that is a higher peer of ours able to resume, then prove it holds the job's
+// key in the link handshake; anything else is logged and closed, and the job goes on.
+int Wan::serve_reconnects() {
+    const int64_t now_ns = base::now_ns();
+    if (incoming_.empty() && now_ns - accept_checked_ < 1'000'000) return 0;
+    accept_checked_ = now_ns;
+    const int64_t now = now_ns / 1'000'000;
+    int n = 0;
+    for (;;) {
+        int fd = ::accept4(links_.listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        Pending c;
+        c.fd = base::Fd(fd);
+        c.from = base::peer_text(fd);
+        base::set_nodelay(fd);
+        // Its handshake bytes must wake a sleeping rank (closing the fd takes it out again).
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = kListenTag;
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
+        c.deadline = now + 10'000;
+        if (incoming_.size() >= 64) {
+            WANMPI_LOG(warn, "host socket: too many unproven connections; closing the one from %s",
+                       incoming_.front().from.c_str());
+            incoming_.erase(incoming_.begin());
+        }
+        incoming_.push_back(std::move(c));
+    }
+    for (size_t k = 0; k < incoming_.size();) {
+        Pending& c = incoming_[k];
+        auto drop = [&](const std::string& why) {
+            WANMPI_LOG(warn, "host socket: refused the connection from %s: %s", c.from.c_str(),
+                       why.c_str());
+            incoming_.erase(incoming_.begin() + long(k));
+        };
+        if (now > c.deadline) {
+            drop("no link handshake within 10 s");
+            continue;
+        }
+        while (c.got < 4) {
+            ssize_t r = ::recv(c.fd.get(), c.rank + c.got, 4 - c.got, MSG_DONTWAIT);
+            if (r > 0) {
+                c.got += size_t(r);
+                continue;
+            }
+            break;
+        }
+        if (c.got < 4) {
+            ++k;
+            continue;
+        }
+        if (!c.hs) {
+            const uint32_t r = base::get_be32(c.rank);
+            if (r >= uint32_t(job_.size()) || int(r) <= me_ || !peers_[r].alive ||
+                !peers_[r].resume) {
+                drop("it claims host " + std::to_string(r) +
+                     ", which does not reconnect to this host");
+                continue;
+            }
+            c.peer = int(r);
+            wanlink::Hello h = hello_for(peers_[r]);
+            c.hello_recv_off = h.recv_off;
+            c.hs = std::make_unique<wanlink::LinkHandshake>(
+                false, links_.link.keyed ? &links_.link.key : nullptr,
+                links_.link.session.data(), h, r);
+        }
+        auto res = c.hs->step(c.fd.get());
+        if (res == wanlink::LinkHandshake::again) {
+            ++k;
+            continue;
+        }
+        if (res == wanlink::LinkHandshake::failed) {
+            drop("claiming to be " + peer_name(c.peer) + ": " + c.hs->reason());
+            continue;
+        }
+        Peer& p = peers_[size_t(c.peer)];
+        std::unique_ptr<wanlink::Tls> tls;
+        if (c.hs->tls()) {
+            const auto psk = c.hs->tls_psk();
+            base::Status st = wanlink::Tls::handshake(c.fd.get(), false, psk.data(), 5000, &tls);
+            if (!st.ok()) {
+                drop("TLS: " + st.message());
+                continue;
+            }
+        }
+        if (!p.alive) {
+            incoming_.erase(incoming_.begin() + long(k));
+            continue;
+        }
+        const uint64_t skip = p.recv_off - c.hello_recv_off;
+        const uint64_t peer_off = c.hs->peer().recv_off;
+        epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        base::Fd fd = std::move(c.fd);
+        incoming_.erase(incoming_.begin() + long(k));
+        n += resume_on(p, std::move(fd), std::move(tls), peer_off, skip) ? 1 : 0;
+    }
+    return n;
+}
+
+
+}  // namespace wanmpi::core::wan_internal
