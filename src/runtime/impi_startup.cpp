@@ -175,13 +175,15 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         dp.name = "host " + std::to_string(hh) + " (client " + std::to_string(jh.client) + ")";
         dp.skip = !dc.intra_client && jh.client == r.client;
         // A wanmpi rank is its own host; a host impi-relay presents speaks plain IMPI.
-        const auto& jp = r.job.procs[size_t(jh.first_rank)];
-        dp.ext = !dp.skip && r.job.wanmpi_pair(r.client, jh.client) && relay_of(jp.id).empty();
+        // (IMPI allows a host without procs; it has nothing to relay.)
+        const bool relayed = jh.nprocs > 0 && size_t(jh.first_rank) < r.job.procs.size() &&
+                             !relay_of(r.job.procs[size_t(jh.first_rank)].id).empty();
+        dp.ext = !dp.skip && r.job.wanmpi_pair(r.client, jh.client) && !relayed;
         if (!dp.skip && !dp.ext && r.security != wanlink::Security::none && !wanlink::allow_plain())
             return Status(Errc::invalid,
                           "WANMPI_WAN_SECURITY=" + std::string(wanlink::security_name(r.security)) +
                               ": " + dp.name + " at " + dp.addr + ":" + std::to_string(dp.port) +
-                              (relay_of(jp.id).empty()
+                              (!relayed
                                    ? " is a plain IMPI host, which cannot authenticate"
                                    : " is reached through impi-relay, which does not authenticate "
                                      "links yet") +
