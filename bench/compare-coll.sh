@@ -14,9 +14,14 @@
 # Criterion (issue 3): at 4 ranks, Allreduce, Bcast and Alltoall within 1.5x of the faster of
 # MPICH and Open MPI for every size: those rows say PASS or FAIL; other rows are informational.
 #
+# First calls (issue 16): -f also runs bench/first_calls.c (the first 2,000 calls of an 8 B
+# collective right after MPI_Init, timed one by one) with each MPI, same interleaving, and prints
+# per MPI the cost of the very first call, the sum of the first 100 and the steady median.
+#
 # Usage: bench/compare-coll.sh [-b BUILD_DIR] [-n "2 4"] [-c "barrier bcast ..."] [-r REPS]
-#                              [-t SECONDS_PER_SIZE] [-M MAX_BYTES] [-o OUT_DIR] [--strict]
+#                              [-t SECONDS_PER_SIZE] [-M MAX_BYTES] [-o OUT_DIR] [-f] [--strict]
 #   -b  wanmpi build tree with bin/mpicc and bin/mpirun (default: build next to this script)
+#   -f  also the first-calls table (see above); -M 0 skips the latency table
 #   --strict  exit 1 if any criterion row FAILs (default: exit 0, the table is the result)
 # Environment: MPICH_UCX_TLS sets UCX_TLS for MPICH (e.g. self,sm,tcp) if its default fails.
 set -u -o pipefail
@@ -30,6 +35,7 @@ secs=0.25
 max=1048576
 out=""
 strict=0
+first=0
 while [ $# -gt 0 ]; do
     case "$1" in
     -b) build=$2; shift 2 ;;
@@ -39,8 +45,9 @@ while [ $# -gt 0 ]; do
     -t) secs=$2; shift 2 ;;
     -M) max=$2; shift 2 ;;
     -o) out=$2; shift 2 ;;
+    -f) first=1; shift ;;
     --strict) strict=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "compare-coll.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -67,21 +74,71 @@ if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; 
     mpicc.openmpi -O2 -o "$out/coll_bench.openmpi" "$src" 2>"$out/build.openmpi.log" &&
         mpis="$mpis openmpi"
 fi
+if [ "$first" = 1 ]; then
+    for m in $mpis; do
+        case $m in
+        wanmpi) cc="$build/bin/mpicc" ;;
+        mpich) cc=mpicc.mpich ;;
+        openmpi) cc=mpicc.openmpi ;;
+        esac
+        "$cc" -O2 -o "$out/first_calls.$m" "$here/first_calls.c" 2>>"$out/build.$m.log" ||
+            echo "compare-coll.sh: building first_calls with $m failed" >&2
+    done
+fi
 case " $mpis " in *" wanmpi "*) ;; *) echo "compare-coll.sh: nothing to compare without wanmpi" >&2; exit 2 ;; esac
+nm0=$(echo $mpis | wc -w)
 
-run() {  # run MPI NP COLL -> coll_bench lines on stdout
+run() {  # run MPI NP COLL -> coll_bench lines on stdout (PROG ARGS...: another program)
     local mpi=$1 np=$2 coll=$3
-    local args=(-c "$coll" -m 8 -M "$max" -t "$secs" -q)
+    shift 3
+    local prog=coll_bench args=(-c "$coll" -m 8 -M "$max" -t "$secs" -q)
+    if [ $# -gt 0 ]; then prog=$1; shift; args=("$@"); fi
     case $mpi in
-    wanmpi) timeout 600 "$build/bin/mpirun" -n "$np" --timeout 580 "$out/coll_bench.wanmpi" "${args[@]}" ;;
+    wanmpi) timeout 600 "$build/bin/mpirun" -n "$np" --timeout 580 "$out/$prog.wanmpi" "${args[@]}" ;;
     mpich)
         if [ -n "${MPICH_UCX_TLS:-}" ]; then export UCX_TLS=$MPICH_UCX_TLS; fi
-        timeout 600 mpiexec.mpich -n "$np" "$out/coll_bench.mpich" "${args[@]}" ;;
+        timeout 600 mpiexec.mpich -n "$np" "$out/$prog.mpich" "${args[@]}" ;;
     openmpi)
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-            timeout 600 mpirun.openmpi --oversubscribe -n "$np" "$out/coll_bench.openmpi" "${args[@]}" ;;
+            timeout 600 mpirun.openmpi --oversubscribe -n "$np" "$out/$prog.openmpi" "${args[@]}" ;;
     esac
 }
+
+# ---- first calls, interleaved (-f) ----------------------------------------------------------------
+if [ "$first" = 1 ]; then
+    fres="$out/first.txt"  # mpi np coll first_call_us first100_us steady_median_us
+    : >"$fres"
+    for rep in $(seq 1 "$reps"); do
+        for np in $nps; do
+            for coll in $colls; do
+                set -- $mpis
+                shift_by=$(( (rep - 1) % nm0 ))
+                order="${*:$((shift_by + 1))} ${*:1:$shift_by}"
+                for mpi in $order; do
+                    f="$out/first.$mpi.$np.$coll.$rep.txt"
+                    run "$mpi" "$np" "$coll" first_calls -c "$coll" -b 8 -n 2000 -w 100 >"$f" 2>&1 &&
+                        awk -v m="$mpi" -v n="$np" -v c="$coll" '
+                            $1 == "first_call" { a = $2 } $1 == "total_first_100" { b = $2 }
+                            $1 == "steady_median" { d = $2 }
+                            END { if (d != "") print m, n, c, a, b, d }' "$f" >>"$fres"
+                done
+            done
+        done
+    done
+    echo "| coll | ranks | MPI | first call (us) | sum of first 100 (us) | steady median (us) |"
+    echo "|---|---|---|---|---|---|"
+    sort -k2,2n -k3,3 -k1,1 "$fres" | awk '
+        { k = $3 SUBSEP $2 SUBSEP $1; n[k]++; a[k, n[k]] = $4; b[k, n[k]] = $5; d[k, n[k]] = $6
+          if (!(k in seen)) { seen[k] = 1; order[++nk] = k } }
+        function med(arr, k, c,   i, j, v, t) { for (i = 1; i <= c; i++) v[i] = arr[k, i]
+            for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+            return v[int((c + 1) / 2)] }
+        END { for (j = 1; j <= nk; j++) { split(order[j], f, SUBSEP); k = order[j]
+            printf "| %s | %s | %s | %.1f | %.1f | %.2f |\n", f[1], f[2], f[3], med(a, k, n[k]), med(b, k, n[k]), med(d, k, n[k]) } }' |
+        tee "$out/first.md"
+    echo "(medians over $reps runs)"
+    [ "$max" = 0 ] && exit 0
+fi
 
 # ---- measure, interleaved -----------------------------------------------------------------------
 results="$out/results.txt"  # mpi np coll bytes median_us

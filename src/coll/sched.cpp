@@ -374,6 +374,50 @@ void sched_free(Sched* s) {
 
 static bool sched_done(void* p) { return static_cast<Sched*>(p)->done(); }
 
+void wait_blocking(bool (*done)(void*), void* p, bool yield_ok) {
+    if (done(p)) return;
+    static const int64_t idle_ns = t_yield_us.get() * 1000;
+    // Not with MPI_THREAD_MULTIPLE: this loop holds the API lock, which only wait_until
+    // drops while it sleeps, and another thread of this process may be what we wait for.
+    int64_t now = base::now_ns();
+    if (idle_ns > 0 && yield_ok && g_yield.allowed(now) &&
+        !core::g_thread_multiple.load(std::memory_order_relaxed)) {
+        // Yield while the peers keep us busy; a stretch without progress means they are
+        // not running: then sleep until a message arrives.
+        int64_t deadline = now + idle_ns;
+        int64_t yielded_ns = -1;  // duration of the previous yield, until judged
+        static const int64_t spin_ns =
+            t_spin_us.get() < 0 ? core::progress_spin_ns() : t_spin_us.get() * 1000;
+        int64_t last_ns = now;  // last progress
+        for (;;) {
+            // A few passes between clock reads: a pass is ~100 ns, and its length decides how
+            // soon the awaited message is seen (the clock read would be a fifth of it).
+            int n = 0;
+            for (int i = 0; i < 4; ++i) {
+                n += core::poll();
+                if (done(p)) return;
+            }
+            now = base::now_ns();
+            // A long yield after which messages had arrived was a peer doing our work;
+            // one that brought nothing was time given to someone else.
+            if (yielded_ns >= 0 && !g_yield.record(n > 0 ? 0 : yielded_ns, now)) break;
+            if (n > 0) {
+                deadline = now + idle_ns;
+                last_ns = now;
+            } else if (now >= deadline) {
+                break;
+            }
+            if (now - last_ns < spin_ns) {  // the peer is likely running: just poll
+                yielded_ns = -1;
+                continue;
+            }
+            sched_yield();
+            yielded_ns = base::now_ns() - now;
+        }
+    }
+    core::wait_until(done, p);
+}
+
 int run_blocking(Sched* s) {
     s->blocking_ = true;
     s->end_round();
@@ -384,41 +428,7 @@ int run_blocking(Sched* s) {
     s->advance();
     if (!s->done()) {
         link(s);
-        static const int64_t idle_ns = t_yield_us.get() * 1000;
-        // Not with MPI_THREAD_MULTIPLE: this loop holds the API lock, which only wait_until
-        // drops while it sleeps, and another thread of this process may be what we wait for.
-        int64_t now = base::now_ns();
-        if (idle_ns > 0 && s->yield_ok_ && g_yield.allowed(now) &&
-            !core::g_thread_multiple.load(std::memory_order_relaxed)) {
-            // Yield while the peers keep us busy; a stretch without progress means they are
-            // not running: then sleep until a message arrives.
-            int64_t deadline = now + idle_ns;
-            int64_t yielded_ns = -1;  // duration of the previous yield, until judged
-            static const int64_t spin_ns =
-                t_spin_us.get() < 0 ? core::progress_spin_ns() : t_spin_us.get() * 1000;
-            int64_t last_ns = now;  // last progress
-            for (;;) {
-                int n = core::poll();
-                if (s->done()) break;
-                now = base::now_ns();
-                // A long yield after which messages had arrived was a peer doing our work;
-                // one that brought nothing was time given to someone else.
-                if (yielded_ns >= 0 && !g_yield.record(n > 0 ? 0 : yielded_ns, now)) break;
-                if (n > 0) {
-                    deadline = now + idle_ns;
-                    last_ns = now;
-                } else if (now >= deadline) {
-                    break;
-                }
-                if (now - last_ns < spin_ns) {  // the peer is likely running: just poll
-                    yielded_ns = -1;
-                    continue;
-                }
-                sched_yield();
-                yielded_ns = base::now_ns() - now;
-            }
-        }
-        if (!s->done()) core::wait_until(sched_done, s);
+        wait_blocking(sched_done, s, s->yield_ok_);
     }
     int err = s->error();
     sched_free(s);

@@ -207,6 +207,12 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
 // a request, which deals with the rest: rendezvous, synchronous mode, truncation).
 bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t cap,
               MPI_Status* st = MPI_STATUS_IGNORE);
+// Whether rank `peer` of `comm` is known to have failed (a requestless wait that only polls
+// recv_now must stop then and let a request report the failure).
+bool peer_dead(const Comm* comm, int peer);
+// Binds this rank to one core if WANMPI_PROGRESS_BIND says so (progress.cpp); once per process,
+// at the end of init (later calls do nothing).
+void bind_once();
 
 // ---- probe / matched receive ----------------------------------------------------------------
 Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove);

@@ -43,6 +43,10 @@ int coll_post(ReqKind kind, const void* buf, int64_t count, MPI_Datatype dt, int
     return MPI_SUCCESS;
 }
 
+bool peer_dead(const Comm* comm, int peer) {
+    return g->dead[size_t(comm->peer_world(peer))] != 0;
+}
+
 int poll() {
     int n = 0;
     for (auto& t : g->transports) n += t->progress(*g);
@@ -123,16 +127,22 @@ static int64_t yield_ns() {
 // in blocking mode still pays a context switch per message (~5 us) where two cores give 0.2 us,
 // and the scheduler rarely separates ranks that block (they look half idle). So, as Open MPI
 // does by default for up to 2 ranks, a rank binds itself to one core when its host has no more
-// ranks than the cores it may use (WANMPI_PROGRESS_BIND=auto), on its first wait. Not when the
-// launcher or the user already restricted the affinity to fewer cores than the host has, and
+// ranks than the cores it may use (WANMPI_PROGRESS_BIND=auto), at the end of MPI_Init. Not when
+// the launcher or the user already restricted the affinity to fewer cores than the host has, and
 // never on an oversubscribed host, where ranks must be free to go wherever a core is idle.
+// (It used to happen on the first wait in wait_until. A rank whose waits all ended in the
+// collectives' poll-and-yield loop (coll/sched.cpp) never got there and stayed unbound while
+// its peer was bound; the scheduler then often ran both on the bound core, each wait spun its
+// full 50 us while the peer could not run, and a whole run of 8 B Allreduces cost 57 us each
+// instead of 0.5 (about one 2-rank run in three on a loaded host). Binding every rank before its
+// first call also keeps a migration out of the first calls.)
 static base::Tunable<std::string> t_bind(
     "PROGRESS", "BIND", "auto",
     "Bind each rank to one core: auto (when this host has more than one rank and no more ranks "
     "than usable cores, and the affinity was not restricted already) or none.",
     base::Level::user);
 
-static void bind_once() {
+void bind_once() {
     static bool tried = false;
     if (tried) return;
     tried = true;
