@@ -97,12 +97,15 @@ for r in $(seq 1 "$RUNS"); do
 done
 
 # Recovery: cut c0h0's connections to the other site half-way through a 6 s ping-pong.
-cut_once() {  # RUN: after 3 s, ss -K c0h0's connections to 10.100.1.0/24, except impi-server's
+cut_once() {  # RUN: after 3 s, ss -K c0h0's connections to c1's subnet, except impi-server's
     sleep 3
     local port
     port=$(ip netns exec "wn.$1.c0h0" ss -ltnpH | awk '/impi-server/ { n = split($4, a, ":"); print a[n]; exit }')
+    # The other site's /24: wanemu numbers run k's clusters 10.(100+k).C.0/24.
+    local net
+    net=$(ip netns exec "wn.$1.c1h0" ip -4 -o addr show eth0 | awk '{ split($4, a, "."); print a[1] "." a[2] "." a[3] ".0/24"; exit }')
     ip netns exec "wn.$1.c0h0" ss -K -t -n -H state established \
-        "( dst 10.100.1.0/24 and not sport = :${port:-0} and not dport = :${port:-0} )" >/dev/null
+        "( dst $net and not sport = :${port:-0} and not dport = :${port:-0} )" >/dev/null
 }
 for r in $(seq 1 "$RUNS"); do
     cut_once "${RUN}a" & c=$!

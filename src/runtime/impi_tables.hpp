@@ -39,12 +39,15 @@ struct Version {
 };
 // Plain IMPI: every client lists it first.
 inline constexpr Version kVersionPlain{0, 0};
-// wanmpi's own pair, listed after 0.0: major 0x7761 ("wa"), minor 1. Two clients whose highest
-// common version is this pair may use wanmpi's extensions between them (lanes, compression,
-// pacing); with a client that lists only 0.0 the pair speaks plain IMPI. "Highest" compares
-// (major, minor) numerically, so the pair sorts above any real IMPI version.
-inline constexpr Version kVersionWanmpi{0x7761, 1};
-// "0.0", "wanmpi.1", "2.1".
+// wanmpi's own pair, listed after 0.0: major 0x7761 ("wa"), minor 2. Two clients whose highest
+// common version is this pair may use wanmpi's extensions between them (the link handshake
+// after the dance's host rank, TLS, the resumable stream's PK_WAN_ACK; pacing); with a client
+// that lists only 0.0 the pair speaks plain IMPI. "Highest" compares (major, minor)
+// numerically, so the pair sorts above any real IMPI version. Minor 1 (before issue 13) had no
+// link handshake: it is not listed, so a wanmpi.1 cluster and this one meet at plain 0.0
+// instead of one of them waiting for a handshake the other never sends.
+inline constexpr Version kVersionWanmpi{0x7761, 2};
+// "0.0", "wanmpi.2", "2.1".
 std::string version_text(Version v);
 
 // What -1 in IMPI_C_COLL_XSIZE / IMPI_C_COLL_MAXLINEAR stands for (IMPI.md §3.6).

@@ -260,7 +260,7 @@ TEST(ImpiTables, CollateThreeClients) {
     EXPECT_EQ(job.version(0, 2), kVersionPlain);
     EXPECT_EQ(job.version(2, 1), kVersionPlain);
     EXPECT_EQ(job.version(2, 2), kVersionPlain);
-    EXPECT_EQ(version_text(job.version(0, 0)), "wanmpi.1");
+    EXPECT_EQ(version_text(job.version(0, 0)), "wanmpi.2");
 }
 
 TEST(ImpiTables, AckmarkClampedToHiwater) {

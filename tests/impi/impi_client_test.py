@@ -108,7 +108,7 @@ def case_three_clusters():
         assert (m[5], m[6], m[7], m[8], m[9], m[10]) == ("65536", "2147483647", "32", "16",
                                                          "1024", "4"), m
     for c in range(3):
-        assert f"client {c} versions: 0=wanmpi.1 1=wanmpi.1 2=wanmpi.1" in outs[c], outs[c]
+        assert f"client {c} versions: 0=wanmpi.2 1=wanmpi.2 2=wanmpi.2" in outs[c], outs[c]
     assert " No Errors" in outs[0]
 
 
@@ -164,7 +164,7 @@ def case_plain_peer():
         s.sendall(struct.pack(">Ii", DONE, 0))
         assert recv_exact(s, 8) == struct.pack(">Ii", DONE, 0)
         # The wanmpi client listed 0.0 and its own pair; we listed 0.0 only.
-        assert replies[0x1000] == struct.pack(">IIIII", 0, 0, 0x7761, 1, 0) + b"\0\0\0\0", \
+        assert replies[0x1000] == struct.pack(">IIIII", 0, 0, 0x7761, 2, 0) + b"\0\0\0\0", \
             replies[0x1000].hex()
         # The dance: client 0 has hosts 0 and 1 (one per rank); we are host 2 and connect.
         peers = []
@@ -180,7 +180,7 @@ def case_plain_peer():
         s.sendall(struct.pack(">Ii", FINI, 0))  # our only proc is done
         rc, out, err = finish(cl)
         assert rc == 0, f"rc {rc}\n{out}\n{err}"
-        assert "client 0 versions: 0=wanmpi.1 1=0.0" in out, out
+        assert "client 0 versions: 0=wanmpi.2 1=0.0" in out, out
         lines = RANK_RE.findall(out)
         assert len(lines) == 2, out
         for m in lines:

@@ -17,7 +17,7 @@ row's congestion control) and traffic (every row moved bytes).
 
 --kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
 NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
-established TCP connections from a 10.100.C.x host to a host of another cluster (not those to
+established TCP connections from a host to a host of another cluster (not those to
 or from impi-server's port, which the job prints). It reports how many it cut; a test that
 uses it checks the job's output for its reconnects (issue 13).
 
@@ -208,15 +208,26 @@ def cmd_job(wanemu, run, sites, rest):
     return 0
 
 
+def ns_addr(ns):
+    """The IPv4 address of eth0 in namespace ns, or None."""
+    a = subprocess.run(["ip", "netns", "exec", ns, "ip", "-4", "-o", "addr", "show", "eth0"],
+                       capture_output=True, text=True).stdout.split()
+    return a[3].split("/")[0] if len(a) > 3 else None
+
+
 def cut_links(run, server_port):
-    """ss -K the inter-cluster TCP connections of every host namespace; returns how many."""
+    """ss -K the inter-cluster TCP connections of every host namespace; returns how many.
+    wanemu gives run k the addresses 10.(100+k).C.x (cluster C): the run's /16 minus the
+    host's own cluster /24 is the other clusters."""
     cut = 0
     for ns in run_netns(run):
-        m = re.match(rf"wn\.{re.escape(run)}\.c(\d+)h\d+$", ns)
-        if not m:
+        if not re.match(rf"wn\.{re.escape(run)}\.c(\d+)h\d+$", ns):
             continue
-        c = m.group(1)
-        filt = (f"( dst 10.100.0.0/16 and not dst 10.100.{c}.0/24 "
+        addr = ns_addr(ns)
+        if not addr:
+            continue
+        o = addr.split(".")
+        filt = (f"( dst {o[0]}.{o[1]}.0.0/16 and not dst {o[0]}.{o[1]}.{o[2]}.0/24 "
                 f"and not dport = :{server_port} and not sport = :{server_port} )")
         r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-K", "-t", "-n", "-H",
                             "state", "established", filt], capture_output=True, text=True)
@@ -284,9 +295,7 @@ def stranger_targets(run, prog):
             continue
         r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnpH"], capture_output=True,
                            text=True)
-        a = subprocess.run(["ip", "netns", "exec", ns, "ip", "-4", "-o", "addr", "show", "eth0"],
-                           capture_output=True, text=True).stdout.split()
-        addr = a[3].split("/")[0] if len(a) > 3 else None
+        addr = ns_addr(ns)
         for line in r.stdout.splitlines():
             if f'(("{prog}"' in line and addr:
                 out.append(f"{addr}:{line.split()[3].rsplit(':', 1)[1]}")
