@@ -1,5 +1,6 @@
 #include "runtime/local_ranks.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "base/log.hpp"
 #include "base/socket.hpp"
+#include "runtime/launcher_tunables.hpp"
 
 extern char** environ;
 
@@ -141,6 +143,16 @@ Status LocalRanks::spawn(const RankSpawn& s, pid_t* pid_out) {
     for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     pid_t parent = getpid();
+    // WANMPI_MPIRUN_RANK_SESSIONS from the rank's environment (mpirun -x sets it there), else
+    // from the launcher's own.
+    bool own_session = t_rank_sessions.get();
+    for (const auto& e : s.env) {
+        static const std::string k = "WANMPI_MPIRUN_RANK_SESSIONS=";
+        if (e.compare(0, k.size(), k) != 0) continue;
+        std::string v = e.substr(k.size());
+        for (auto& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+        own_session = v == "1" || v == "true" || v == "yes" || v == "on";
+    }
 
     pid_t pid = fork();
     if (pid < 0) {
@@ -157,12 +169,17 @@ Status LocalRanks::spawn(const RankSpawn& s, pid_t* pid_out) {
                         SIGUSR1, SIGUSR2})
             signal(sig, SIG_DFL);
         // A process group of its own, so the whole rank (and what it forks) can be signalled at
-        // once. Not a session of its own (Hydra's choice): with the kernel's scheduler
-        // autogroups every session is a separate scheduling group, and sched_yield() in a waiting
-        // rank can then only hand the core to tasks of its own session - never to the peer it
-        // waits for. Measured with 4 ranks on 2 cores: Alltoall 8 B took 150-8000 us with a
-        // session per rank and 9-11 us with the ranks in mpirun's session (Open MPI 5-10 us).
-        setpgid(0, 0);
+        // once. Not a session of its own (Hydra's choice) unless WANMPI_MPIRUN_RANK_SESSIONS
+        // asks for it: with the kernel's scheduler autogroups every session is a separate
+        // scheduling group, and sched_yield() in a waiting rank can then only hand the core to
+        // tasks of its own session - never to the peer it waits for. Measured with 4 ranks on 2
+        // cores: Alltoall 8 B took 150-8000 us with a session per rank and 9-11 us with the
+        // ranks in mpirun's session (Open MPI 5-10 us). But on a host busy with other users'
+        // work, one session for the job means one share of the CPU for all its ranks (NPB
+        // BT-like exchanges: 0.7x the time with a session per rank). setsid() also makes a new
+        // process group (pgid = pid), so kill(-pid) works either way.
+        if (own_session) setsid();
+        else setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int e = 0;
         if (getppid() != parent) _exit(126);  // the launcher died before prctl

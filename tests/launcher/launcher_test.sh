@@ -229,6 +229,18 @@ lines_whole)
     bad=$(grep -cvE '^rank [0-9] line [0-9]+ [a-z]{150} end$' "$TMP/out")
     [ "$bad" -eq 0 ] || fail "$bad lines are interleaved"
     ;;
+rank_sessions)
+    # Default: the ranks share mpirun's session; WANMPI_MPIRUN_RANK_SESSIONS=1 (here through -x)
+    # gives each its own (field 6 of /proc/PID/stat is the session id; a session leader's is
+    # its pid).
+    probe='set -- $(cat /proc/$$/stat); if [ "$6" = "$$" ]; then echo own; else echo shared; fi'
+    run -n 2 sh -c "$probe"
+    expect_rc 0
+    [ "$(grep -c '^shared$' "$TMP/out")" -eq 2 ] || fail "expected both ranks in mpirun's session"
+    run -n 2 -x WANMPI_MPIRUN_RANK_SESSIONS=1 sh -c "$probe"
+    expect_rc 0
+    [ "$(grep -c '^own$' "$TMP/out")" -eq 2 ] || fail "expected a session per rank"
+    ;;
 env_x)
     export LT_FWD=forwarded LT_NOT=secret WANMPI_LT_AUTO=auto1 IMPI_LT_AUTO=auto2
     run $HOSTS2 -n 4 -x LT_FWD -x LT_SET=given -genv LT_SP "a b" "$PMI_CHECK" env LT_FWD LT_SET LT_SP \
