@@ -26,21 +26,9 @@ RUNS=
 QUICK=0
 OMPI=1
 KEEP=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
-        --delay) DELAY=$2; shift 2 ;;
-        --runs) RUNS=$2; shift 2 ;;
-        --quick) QUICK=1; shift ;;
-        --no-openmpi) OMPI=0; shift ;;
-        --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "compare-security.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-    esac
-done
-[ -n "$RUNS" ] || { [ $QUICK = 1 ] && RUNS=1 || RUNS=3; }
 BENCH_NAME=compare-security.sh
 . "$ROOT/bench/wan_lib.sh"
+wan_options "build delay runs quick no-openmpi keep" 22 "$@"
 
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites

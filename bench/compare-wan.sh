@@ -41,22 +41,9 @@ RUNS=
 QUICK=0
 OMPI=1
 KEEP=0
-while [ $# -gt 0 ]; do
-    case $1 in
-        --build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
-        --delay) DELAY=$2; shift 2 ;;
-        --rate) RATE=$2; shift 2 ;;
-        --runs) RUNS=$2; shift 2 ;;
-        --quick) QUICK=1; shift ;;
-        --no-openmpi) OMPI=0; shift ;;
-        --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "compare-wan.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-    esac
-done
-[ -n "$RUNS" ] || { [ $QUICK = 1 ] && RUNS=1 || RUNS=3; }
 BENCH_NAME=compare-wan.sh
 . "$ROOT/bench/wan_lib.sh"
+wan_options "build delay rate runs quick no-openmpi keep" 37 "$@"
 
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites

@@ -44,3 +44,33 @@ wan_build_tcp_pingpong() {
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # kv KEY FILE: the value of the first "KEY value ..." line of FILE (the benchmarks' output form).
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+
+# wan_options "OPTS" HELP_LAST_LINE "$@": the options the WAN scripts share, each script naming
+# the ones it takes (of: build delay rate runs quick no-openmpi keep); -h/--help prints the
+# script's header comment up to line HELP_LAST_LINE. Sets BUILD DELAY RATE RUNS QUICK OMPI KEEP
+# (defaults: set them before the call) and RUNS to 1 with --quick, 3 otherwise, unless given.
+wan_options() {
+    local opts=" $1 " last=$2 o
+    shift 2
+    while [ $# -gt 0 ]; do
+        o=${1#--}
+        if [ "$1" = -h ] || [ "$1" = --help ]; then
+            sed -n "2,${last}p" "$0" | sed 's/^# \{0,1\}//'
+            exit 0
+        fi
+        case $opts in
+            *" $o "*) ;;
+            *) echo "$BENCH_NAME: unknown option $1 (see --help)" >&2; exit 2 ;;
+        esac
+        case $o in
+            build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+            delay) DELAY=$2; shift 2 ;;
+            rate) RATE=$2; shift 2 ;;
+            runs) RUNS=$2; shift 2 ;;
+            quick) QUICK=1; shift ;;
+            no-openmpi) OMPI=0; shift ;;
+            keep) KEEP=1; shift ;;
+        esac
+    done
+    [ -n "$RUNS" ] || { [ "$QUICK" = 1 ] && RUNS=1 || RUNS=3; }
+}

@@ -1,6 +1,5 @@
 #include "runtime/local_ranks.hpp"
 
-#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -149,9 +148,8 @@ Status LocalRanks::spawn(const RankSpawn& s, pid_t* pid_out) {
     for (const auto& e : s.env) {
         static const std::string k = "WANMPI_MPIRUN_RANK_SESSIONS=";
         if (e.compare(0, k.size(), k) != 0) continue;
-        std::string v = e.substr(k.size());
-        for (auto& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
-        own_session = v == "1" || v == "true" || v == "yes" || v == "on";
+        bool v = false;
+        if (base::detail::from_text(e.substr(k.size()), v)) own_session = v;  // as the tunable reads it
     }
 
     pid_t pid = fork();
