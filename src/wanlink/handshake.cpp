@@ -70,24 +70,26 @@ Key link_key(const Secret& s, const uint8_t sess[32]) {
 void encode_hello(const Hello& h, uint8_t o[kHello]) {
     std::memset(o, 0, kHello);
     std::memcpy(o, "WLNK", 4);
-    o[4] = 1;
+    o[4] = 2;
     o[5] = h.flags;
     o[6] = h.kind;
     base::put_be32(o + 8, h.from);
     base::put_be32(o + 12, h.to);
     base::put_be64(o + 16, h.recv_off);
     base::put_be32(o + 24, h.epoch);
+    base::put_be32(o + 28, h.pay_left);
     std::memcpy(o + 32, h.nonce.data(), kNonce);
 }
 
 std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     if (std::memcmp(in, "WLNK", 4) != 0) return "not a wanmpi link handshake (no WLNK magic)";
-    if (in[4] != 1)
-        return "link handshake version " + std::to_string(in[4]) + " (this wanmpi speaks 1)";
-    if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed))
+    if (in[4] != 2)
+        return "link handshake version " + std::to_string(in[4]) +
+               " (this wanmpi speaks 2: every cluster and relay of a job must run one release)";
+    if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed | kFlagInner))
         return "unknown link handshake flags " + std::to_string(in[5]);
     if (in[6] > 1) return "unknown link handshake kind " + std::to_string(in[6]);
-    if (in[7] || base::get_be32(in + 28)) return "reserved link handshake bytes are not zero";
+    if (in[7]) return "reserved link handshake bytes are not zero";
     Hello r;
     r.flags = in[5];
     r.kind = in[6];
@@ -95,6 +97,7 @@ std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     r.to = base::get_be32(in + 12);
     r.recv_off = base::get_be64(in + 16);
     r.epoch = base::get_be32(in + 24);
+    r.pay_left = base::get_be32(in + 28);
     std::memcpy(r.nonce.data(), in + 32, kNonce);
     *h = r;
     return "";
@@ -102,8 +105,8 @@ std::string decode_hello(const uint8_t in[kHello], Hello* h) {
 
 // ---- the state machine --------------------------------------------------------------------------
 LinkHandshake::LinkHandshake(bool connector, const Key* keyed, const uint8_t sess[32], Hello mine,
-                             uint32_t expect_from)
-    : connector_(connector), mine_(mine), expect_(expect_from) {
+                             uint32_t expect_from, bool defer)
+    : connector_(connector), mine_(mine), expect_(expect_from), defer_(defer && !connector) {
     static const Secret empty;
     plain_ = link_key(empty, sess);
     if (keyed) {
@@ -135,6 +138,48 @@ LinkHandshake::Result LinkHandshake::fail(std::string why, bool auth) {
 Key LinkHandshake::tls_psk() const {
     static const char t[] = "tls";
     return hmac(key_.data(), key_.size(), {{t, 3}, {hc_, kHello}, {ha_, kHello}});
+}
+
+void LinkHandshake::encode_far(const Hello& far, uint8_t out[kHello + kMac]) const {
+    encode_hello(far, out);
+    Key m = hmac(key_.data(), key_.size(), {{"F", 1}, {hc_, kHello}, {ha_, kHello}, {out, kHello}});
+    std::memcpy(out + kHello, m.data(), kMac);
+}
+
+std::string LinkHandshake::decode_far(const uint8_t in[kHello + kMac], Hello* far) const {
+    Key m = hmac(key_.data(), key_.size(), {{"F", 1}, {hc_, kHello}, {ha_, kHello}, {in, kHello}});
+    if (!equal_mac(m.data(), in + kHello))
+        return "the relay's report of the far host (FAR) does not verify";
+    std::string err = decode_hello(in, far);
+    return err.empty() ? "" : "FAR: " + err;
+}
+
+// Once both HELLOs' flags are known: the key of this connection, or a refusal when one side
+// requires authentication and the two do not both hold the job secret.
+LinkHandshake::Result LinkHandshake::choose_key() {
+    const bool both_keyed = (peer_.flags & kFlagKeyed) && have_keyed_;
+    const bool required = ((peer_.flags | mine_.flags) & kFlagAuth) != 0;
+    if (required && !both_keyed) {
+        if (!have_keyed_)
+            return fail("link handshake: host " + std::to_string(peer_.from) +
+                            " requires authentication (WANMPI_WAN_SECURITY=auth or tls) "
+                            "but this side has no job secret (WANMPI_JOB_SECRET_FILE)",
+                        true);
+        return fail("link handshake: host " + std::to_string(peer_.from) +
+                        " has no job secret, and this side requires authentication",
+                    true);
+    }
+    key_ = both_keyed ? keyed_ : plain_;
+    return again;
+}
+
+void LinkHandshake::answer(uint8_t flags, uint64_t recv_off, uint32_t pay_left, uint32_t epoch) {
+    if (phase_ != 3) return;
+    mine_.flags = uint8_t((flags & ~kFlagKeyed) | (have_keyed_ ? kFlagKeyed : 0));
+    mine_.recv_off = recv_off;
+    mine_.pay_left = pay_left;
+    mine_.epoch = epoch;
+    phase_ = 4;
 }
 
 LinkHandshake::Result LinkHandshake::step(int fd) {
@@ -179,20 +224,8 @@ LinkHandshake::Result LinkHandshake::step(int fd) {
                             ", this is host " + std::to_string(mine_.from));
             if (peer_.kind != mine_.kind && !connector_)
                 mine_.kind = peer_.kind;  // the acceptor answers in the connector's kind
-            const bool both_keyed = (peer_.flags & kFlagKeyed) && have_keyed_;
-            const bool required = ((peer_.flags | mine_.flags) & kFlagAuth) != 0;
-            if (required && !both_keyed) {
-                if (!have_keyed_)
-                    return fail("link handshake: host " + std::to_string(peer_.from) +
-                                    " requires authentication (WANMPI_WAN_SECURITY=auth or tls) "
-                                    "but this cluster has no job secret (WANMPI_JOB_SECRET_FILE)",
-                                true);
-                return fail("link handshake: host " + std::to_string(peer_.from) +
-                                " has no job secret, and this cluster requires authentication",
-                            true);
-            }
-            key_ = both_keyed ? keyed_ : plain_;
             if (connector_) {
+                if (Result r = choose_key(); r == failed) return r;
                 std::memcpy(ha_, in_, kHello);
                 Key want = hmac(key_.data(), key_.size(), {{"A", 1}, {hc_, kHello}, {ha_, kHello}});
                 if (!equal_mac(want.data(), in_ + kHello))
@@ -207,6 +240,16 @@ LinkHandshake::Result LinkHandshake::step(int fd) {
                 continue;
             }
             std::memcpy(hc_, in_, kHello);
+            if (defer_) {
+                phase_ = 3;
+                return ready;
+            }
+            phase_ = 4;
+        }
+        if (phase_ == 3) return ready;  // answer() not called yet
+        if (phase_ == 4) {
+            // Acceptor: HELLO_a and MAC_a, now that our HELLO is settled.
+            if (Result r = choose_key(); r == failed) return r;
             encode_hello(mine_, ha_);
             Key ma = hmac(key_.data(), key_.size(), {{"A", 1}, {hc_, kHello}, {ha_, kHello}});
             std::memcpy(out_, ha_, kHello);

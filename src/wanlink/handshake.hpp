@@ -21,12 +21,30 @@
 //   C -> A  HELLO_c (64 bytes)
 //   A -> C  HELLO_a MAC_a      MAC_a = HMAC(K, "A" HELLO_c HELLO_a)
 //   C -> A  MAC_c              MAC_c = HMAC(K, "C" HELLO_c HELLO_a)
-//   HELLO: "WLNK" | u8 version=1 | u8 flags | u8 kind (0 first, 1 reconnect) | u8 0 |
-//          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 0 | nonce[32]
+//   HELLO: "WLNK" | u8 version=2 | u8 flags | u8 kind (0 first, 1 reconnect) | u8 0 |
+//          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 pay_left |
+//          nonce[32]
 //   flags: bit0 this side requires auth, bit1 wants TLS, bit2 can resume (replay), bit3 this
-//          side holds a job secret. K is the secret's key when both hold one, else the key of
-//          the empty secret; a side that requires auth refuses a peer without the secret.
+//          side holds a job secret, bit5 this side is an impi-relay on the inner leg of a
+//          relayed pair (the connection stays inside the relay's cluster: no TLS on it; the
+//          relay encrypts the outer leg). K is the secret's key when both hold one, else the
+//          key of the empty secret; a side that requires auth refuses a peer without the secret.
 //   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
+//     Never inside a packet header: a receiver in the middle of one names the header's start
+//     (and drops the partial header when the bytes come again).
+//   pay_left: payload bytes still due of the IMPI packet the stream is in at recv_off (0: at a
+//     packet boundary). An impi-relay between the two hosts keeps no state of a pair across a
+//     reconnect: these two numbers tell it where the next packet header is.
+//   A relay (impi_relay_data.cpp) runs the handshake on each of its two legs with the job's key,
+//   as acceptor towards the connecting host (answering at once, so the connector proves itself
+//   before anything reaches the other host) and as connector towards the other, carrying the
+//   connecting host's recv_off, pay_left, epoch and stream flags over. A reconnect (kind 1)
+//   through a relay then needs the other host's numbers back: once the relay has them, it sends
+//   on the connector's leg, right after the handshake and before TLS,
+//     R -> C  FAR (a HELLO: the far host's flags, recv_off, pay_left, epoch) MAC_f
+//             MAC_f = HMAC(K, "F" HELLO_c HELLO_a FAR)
+//   and the connecting host resumes from FAR's recv_off. Who expects FAR: a host (or relay) that
+//   reconnects to a host presented by a relay (impi_tables.hpp relay_of()).
 //   With K from the empty secret (security none) the exchange is the same and protects
 //   nothing. The TLS 1.3 PSK of the connection is HMAC(K, "tls" HELLO_c HELLO_a).
 //
@@ -66,13 +84,23 @@ Key link_key(const Secret& s, const uint8_t sess[32]);
 
 // ---- (2) link handshake -------------------------------------------------------------------------
 constexpr size_t kHello = 64;
-enum HelloFlags : uint8_t { kFlagAuth = 1, kFlagTls = 2, kFlagResume = 4, kFlagKeyed = 8 };
+enum HelloFlags : uint8_t {
+    kFlagAuth = 1,
+    kFlagTls = 2,
+    kFlagResume = 4,
+    kFlagKeyed = 8,
+    kFlagInner = 32,
+};
+// The flags that describe the two hosts' streams rather than one connection: a relay carries
+// them from one leg to the other.
+constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume;
 struct Hello {
     uint8_t flags = 0;
     uint8_t kind = 0;  // 0 at the dance, 1 reconnect
     uint32_t from = 0, to = 0;
     uint64_t recv_off = 0;
     uint32_t epoch = 0;
+    uint32_t pay_left = 0;
     std::array<uint8_t, kNonce> nonce{};
 };
 void encode_hello(const Hello& h, uint8_t out[kHello]);
@@ -84,26 +112,38 @@ std::string decode_hello(const uint8_t in[kHello], Hello* h);
 // Uint4 host rank that precedes it is the caller's (the dance reads it to pick the peer).
 class LinkHandshake {
 public:
-    enum Result { done, again, failed };
+    // ready: only with defer (an acceptor that must learn its answer first): the peer's HELLO
+    // is in (peer()); call answer(), then step() again.
+    enum Result { done, again, failed, ready };
     // mine: this side's HELLO (nonce and kFlagKeyed are filled in here). keyed: the link key
     // of the job secret, nullptr without one. sess: the session nonce (for the empty-secret
     // key). expect_from: the host the peer must be (acceptor: the rank it sent; connector:
     // the host we dialled).
     LinkHandshake(bool connector, const Key* keyed, const uint8_t sess[32], Hello mine,
-                  uint32_t expect_from);
+                  uint32_t expect_from, bool defer = false);
     Result step(int fd);
+    // Deferred acceptor, after step() returned ready: the flags, recv_off, pay_left and epoch
+    // of our HELLO (from, to, kind and the nonce stay).
+    void answer(uint8_t flags, uint64_t recv_off, uint32_t pay_left, uint32_t epoch);
     const std::string& reason() const { return why_; }
     // After done: the peer's HELLO, and the stricter of the two sides' demands.
     const Hello& peer() const { return peer_; }
-    bool tls() const { return ((mine_.flags | peer_.flags) & kFlagTls) != 0; }
+    bool tls() const {
+        const uint8_t f = mine_.flags | peer_.flags;
+        return (f & kFlagTls) && !(f & kFlagInner);
+    }
     bool resume() const { return (mine_.flags & peer_.flags & kFlagResume) != 0; }
     Key tls_psk() const;
+    // After done: FAR and its MAC for this connection (relay side), and its check (connector).
+    void encode_far(const Hello& far, uint8_t out[kHello + kMac]) const;
+    std::string decode_far(const uint8_t in[kHello + kMac], Hello* far) const;
     // True when the failure is the peer lacking the secret or holding another one (a MAC that
     // does not verify), as opposed to malformed bytes or a broken connection.
     bool auth_refused() const { return auth_refused_; }
 
 private:
     Result fail(std::string why, bool auth = false);
+    Result choose_key();
     bool connector_;
     bool have_keyed_ = false;
     Key keyed_{}, plain_{}, key_{};
@@ -115,6 +155,7 @@ private:
     uint8_t in_[kHello + kMac];
     size_t in_want_ = 0, in_got_ = 0;
     int phase_ = 0;
+    bool defer_ = false;
     std::string why_;
     bool auth_refused_ = false;
 };

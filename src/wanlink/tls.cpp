@@ -152,6 +152,8 @@ struct Tls::Impl {
     bool sent_close = false;  // shutdown() was called
     int fail = 0;             // errno once the connection is unusable; every call then fails
     bool fail_told = false;   // recv()/writev()/flush() returned it at least once
+    bool hs_done = false;        // SSL_do_handshake succeeded
+    bool hs_wants_write = false; // the handshake's flight waits for room in the socket
 
     ~Impl() {
         SSL_free(ssl);  // and the BIOs, before `in` (which rbio may point into) goes
@@ -293,8 +295,7 @@ struct Tls::Impl {
 
 Tls::~Tls() = default;
 
-Status Tls::handshake(int fd, bool client, const uint8_t psk[32], int64_t timeout_ms,
-                      std::unique_ptr<Tls>* out) {
+Status Tls::start(int fd, bool client, const uint8_t psk[32], std::unique_ptr<Tls>* out) {
     const std::string who = client ? "TLS handshake (client)" : "TLS handshake (server)";
     const Ctx& ctx = ctx_for(client);
     if (!ctx.ctx) return {Errc::fatal, who + ": cannot set up OpenSSL: " + ctx.err};
@@ -331,18 +332,23 @@ Status Tls::handshake(int fd, bool client, const uint8_t psk[32], int64_t timeou
         SSL_set_psk_find_session_callback(m.ssl, Impl::find_session);
         SSL_set_accept_state(m.ssl);
     }
+    *out = std::move(t);
+    return Status::OK();
+}
 
-    const int64_t deadline = now_ms() + std::max<int64_t>(timeout_ms, 0);
-    bool done = false;
+Tls::Step Tls::handshake_step(Status* err) {
+    Impl& m = *impl_;
+    const std::string who = m.client ? "TLS handshake (client)" : "TLS handshake (server)";
     for (;;) {
-        if (!done) {
+        if (!m.hs_done) {
             ERR_clear_error();
             int r = SSL_do_handshake(m.ssl);
             if (r == 1) {
-                done = true;
+                m.hs_done = true;
             } else if (int e = SSL_get_error(m.ssl, r); e == SSL_ERROR_ZERO_RETURN) {
-                return {Errc::link_failed, who + ": peer closed the connection (close_notify)",
+                *err = {Errc::link_failed, who + ": peer closed the connection (close_notify)",
                         ECONNRESET};
+                return step_failed;
             } else if (e != SSL_ERROR_WANT_READ) {
                 unsigned long reason = 0;
                 std::string why = ssl_errors(&reason);
@@ -357,35 +363,64 @@ Status Tls::handshake(int fd, bool client, const uint8_t psk[32], int64_t timeou
                 // Send the alert OpenSSL queued, so the peer fails now rather than at its
                 // timeout. Best effort: the connection is given up anyway.
                 m.send_backlog();
-                return {Errc::proto_error, who + ": " + why};
+                *err = {Errc::proto_error, who + ": " + why};
+                return step_failed;
             }
         }
-        // The last flight (the client's Finished) must leave before we return: the caller may
-        // wait to read first, and the server would wait for it until its timeout.
+        // The last flight (the client's Finished) must leave before we report done: the caller
+        // may wait to read first, and the server would wait for it until its timeout.
         int s = m.send_backlog();
-        if (s < 0) return {Errc::link_failed, who + ": " + base::errno_text(m.fail), m.fail};
-        if (done && s == 0) break;
+        if (s < 0) {
+            *err = {Errc::link_failed, who + ": " + base::errno_text(m.fail), m.fail};
+            return step_failed;
+        }
+        m.hs_wants_write = s > 0;
+        if (m.hs_done && s == 0) {
+            // The session holds what it derived; our copy of the key is no longer needed.
+            OPENSSL_cleanse(m.psk, sizeof m.psk);
+            return step_done;
+        }
+        if (m.hs_done) return step_again;  // only the backlog is left: wait for EPOLLOUT
+        ssize_t f = m.feed();
+        if (f == 0) {
+            *err = {Errc::link_failed, who + ": peer closed the connection", ECONNRESET};
+            return step_failed;
+        }
+        if (f < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return step_again;
+            int e = errno;
+            *err = {Errc::link_failed, who + ": " + base::errno_text(e), e};
+            return step_failed;
+        }
+    }
+}
 
+bool Tls::handshake_wants_write() const { return impl_->hs_wants_write; }
+bool Tls::handshake_wants_read() const { return !impl_->hs_done; }
+
+Status Tls::handshake(int fd, bool client, const uint8_t psk[32], int64_t timeout_ms,
+                      std::unique_ptr<Tls>* out) {
+    std::unique_ptr<Tls> t;
+    Status st = start(fd, client, psk, &t);
+    if (!st.ok()) return st;
+    const std::string who = client ? "TLS handshake (client)" : "TLS handshake (server)";
+    const int64_t deadline = now_ms() + std::max<int64_t>(timeout_ms, 0);
+    for (;;) {
+        Step r = t->handshake_step(&st);
+        if (r == step_failed) return st;
+        if (r == step_done) break;
         int64_t left = deadline - now_ms();
         if (left <= 0)
             return {Errc::link_failed,
                     who + ": timed out after " + std::to_string(timeout_ms) + " ms", ETIMEDOUT};
-        pollfd p{fd, short(done ? POLLOUT : (POLLIN | (s ? POLLOUT : 0))), 0};
+        pollfd p{fd, short((t->handshake_wants_read() ? POLLIN : 0) |
+                           (t->handshake_wants_write() ? POLLOUT : 0)), 0};
         int pr = ::poll(&p, 1, int(std::min<int64_t>(left, 1 << 30)));
         if (pr < 0 && errno != EINTR) {
             int e = errno;
             return {Errc::link_failed, who + ": poll: " + base::errno_text(e), e};
         }
-        if (pr <= 0 || done || !(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        ssize_t f = m.feed();
-        if (f == 0) return {Errc::link_failed, who + ": peer closed the connection", ECONNRESET};
-        if (f < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-            int e = errno;
-            return {Errc::link_failed, who + ": " + base::errno_text(e), e};
-        }
     }
-    // The session holds what it derived; our copy of the key is no longer needed.
-    OPENSSL_cleanse(m.psk, sizeof m.psk);
     *out = std::move(t);
     return Status::OK();
 }

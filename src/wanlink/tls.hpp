@@ -47,6 +47,17 @@ public:
     // look at pending() before waiting for the socket.
     static base::Status handshake(int fd, bool client, const uint8_t psk[32], int64_t timeout_ms,
                                   std::unique_ptr<Tls>* out);
+    // The same without blocking, for an event loop (impi-relay): start() sets the connection
+    // up; handshake_step() advances with what the socket has and returns step_done,
+    // step_again (wait for EPOLLIN while handshake_wants_read(), EPOLLOUT while
+    // handshake_wants_write()), or
+    // step_failed (*err says why, as handshake() would). The object is usable for data only
+    // after step_done; the same rule about pending() applies then.
+    static base::Status start(int fd, bool client, const uint8_t psk[32], std::unique_ptr<Tls>* out);
+    enum Step { step_done, step_again, step_failed };
+    Step handshake_step(base::Status* err);
+    bool handshake_wants_write() const;
+    bool handshake_wants_read() const;
 
     // Like ::writev on a nonblocking socket: how many plaintext bytes were taken (they will
     // reach the peer; part may wait in the ciphertext backlog, see backlog()), or -1 with errno.

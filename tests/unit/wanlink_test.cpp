@@ -263,6 +263,7 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     h.to = 3;
     h.recv_off = 0x123456789abcull;
     h.epoch = 9;
+    h.pay_left = 0x8000123u;
     for (size_t i = 0; i < h.nonce.size(); ++i) h.nonce[i] = uint8_t(i * 3);
     uint8_t b[wanlink::kHello];
     wanlink::encode_hello(h, b);
@@ -272,6 +273,8 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     EXPECT_EQ(g.from, 7u);
     EXPECT_EQ(g.to, 3u);
     EXPECT_EQ(g.recv_off, h.recv_off);
+    EXPECT_EQ(g.pay_left, h.pay_left);
+    EXPECT_EQ(g.epoch, 9u);
     EXPECT_EQ(g.nonce, h.nonce);
     uint8_t bad[wanlink::kHello];
     std::memcpy(bad, b, sizeof b);
@@ -281,8 +284,63 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     bad[5] = 0x80;  // unknown flag
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
     std::memcpy(bad, b, sizeof b);
-    bad[4] = 2;  // version
+    bad[4] = 1;  // version 1 (before pay_left): every host and relay of a job runs one release
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    std::memcpy(bad, b, sizeof b);
+    bad[7] = 1;  // reserved
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    std::memcpy(bad, b, sizeof b);
+    bad[5] |= wanlink::kFlagInner;  // a relay's inner leg
+    ASSERT_EQ(wanlink::decode_hello(bad, &g), "");
+    EXPECT_TRUE(g.flags & wanlink::kFlagInner);
+}
+
+// impi-relay's two legs (impi_relay_data.cpp): the relay accepts host 5's HELLO with a deferred
+// answer, connects on to host 2 carrying host 5's stream numbers, and answers host 5 with host
+// 2's. Both hosts end up with the other's numbers, each leg with its own proof and TLS key, and
+// the inner leg (kFlagInner) without TLS although both hosts ask for it.
+TEST(WanlinkHandshake, RelayCarriesStreamNumbersAcrossLegs) {
+    uint8_t sess[32] = {7};
+    wanlink::Key k = wanlink::link_key(secret_of("the job secret, 24 bytes"), sess);
+    const uint8_t want = wanlink::kFlagAuth | wanlink::kFlagTls | wanlink::kFlagResume;
+    wanlink::Hello h5, h2, r_acc, r_con;
+    h5.from = 5; h5.to = 2; h5.flags = want; h5.kind = 1; h5.recv_off = 1000; h5.pay_left = 17;
+    h5.epoch = 3;
+    h2.from = 2; h2.to = 5; h2.flags = want; h2.recv_off = 4096; h2.pay_left = 0;
+    r_acc.from = 2; r_acc.to = 5; r_acc.flags = wanlink::kFlagInner;  // host 5 is inside
+    wanlink::LinkHandshake c5(true, &k, sess, h5, 2);
+    wanlink::LinkHandshake racc(false, &k, sess, r_acc, 5, /*defer=*/true);
+    Pair leg1, leg2;
+    ASSERT_EQ(c5.step(leg1.fd[0]), wanlink::LinkHandshake::again);
+    ASSERT_EQ(racc.step(leg1.fd[1]), wanlink::LinkHandshake::ready);
+    EXPECT_EQ(racc.peer().recv_off, 1000u);
+    EXPECT_EQ(racc.peer().pay_left, 17u);
+    EXPECT_EQ(racc.step(leg1.fd[1]), wanlink::LinkHandshake::ready);  // still waiting for answer()
+    r_con.from = 5; r_con.to = 2; r_con.kind = 1;
+    r_con.flags = uint8_t(racc.peer().flags & wanlink::kEndToEndFlags);
+    r_con.recv_off = racc.peer().recv_off;
+    r_con.pay_left = racc.peer().pay_left;
+    r_con.epoch = racc.peer().epoch;
+    wanlink::LinkHandshake rcon(true, &k, sess, r_con, 2), a2(false, &k, sess, h2, 5);
+    wanlink::LinkHandshake::Result rr, ra;
+    drive(rcon, a2, leg2.fd[0], leg2.fd[1], &rr, &ra);
+    ASSERT_EQ(rr, wanlink::LinkHandshake::done) << rcon.reason();
+    ASSERT_EQ(ra, wanlink::LinkHandshake::done) << a2.reason();
+    EXPECT_EQ(a2.peer().recv_off, 1000u);
+    EXPECT_EQ(a2.peer().pay_left, 17u);
+    EXPECT_EQ(a2.peer().epoch, 3u);
+    EXPECT_TRUE(rcon.tls() && a2.tls());  // the outer leg
+    racc.answer(uint8_t(wanlink::kFlagInner | (rcon.peer().flags & wanlink::kEndToEndFlags)),
+                rcon.peer().recv_off, rcon.peer().pay_left, rcon.peer().epoch);
+    wanlink::LinkHandshake::Result r5;
+    drive(c5, racc, leg1.fd[0], leg1.fd[1], &r5, &ra);
+    ASSERT_EQ(r5, wanlink::LinkHandshake::done) << c5.reason();
+    ASSERT_EQ(ra, wanlink::LinkHandshake::done) << racc.reason();
+    EXPECT_EQ(c5.peer().recv_off, 4096u);
+    EXPECT_EQ(c5.peer().pay_left, 0u);
+    EXPECT_FALSE(c5.tls() || racc.tls());  // the inner leg
+    EXPECT_TRUE(c5.resume() && a2.resume());
+    EXPECT_NE(c5.tls_psk(), a2.tls_psk());
 }
 
 TEST(WanlinkHandshake, MutualProofAndTlsKeyAgree) {

@@ -264,7 +264,7 @@ for target in sys.argv[1:]:
         try:
             c = socket.create_connection((addr, int(port)), timeout=3)
             if kind == "hello":
-                hello = (b"WLNK" + bytes([1, 9, 1, 0]) + struct.pack(">IIQII", 1, 0, 0, 1, 0)
+                hello = (b"WLNK" + bytes([2, 13, 1, 0]) + struct.pack(">IIQII", 1, 0, 0, 1, 0)
                          + os.urandom(32))
                 c.sendall(struct.pack(">I", 1) + hello)
                 c.settimeout(3)
@@ -297,8 +297,15 @@ def stranger_targets(run, prog):
                            text=True)
         addr = ns_addr(ns)
         for line in r.stdout.splitlines():
-            if f'(("{prog}"' in line and addr:
-                out.append(f"{addr}:{line.split()[3].rsplit(':', 1)[1]}")
+            if f'(("{prog}"' not in line:
+                continue
+            local, port = line.split()[3].rsplit(":", 1)
+            # A socket bound to one address (impi-relay's public and private ports) is tried
+            # there; a wildcard one at the host's address.
+            if local not in ("*", "0.0.0.0", "[::]"):
+                out.append(f"{local}:{port}")
+            elif addr:
+                out.append(f"{addr}:{port}")
     return out
 
 
