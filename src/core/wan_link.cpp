@@ -91,7 +91,15 @@ wanlink::Hello Wan::hello_for(const Peer& p) const {
     h.kind = 1;
     h.from = uint32_t(me_);
     h.to = uint32_t(p.rank);
-    h.recv_off = p.recv_off;
+    // Where the peer must resend from: never inside a packet header (an impi-relay between us
+    // parses the resent stream from there on, handshake.hpp); the partial header we hold is
+    // skipped when its bytes come again (the caller passes recv_off - this as skip_in).
+    if (!p.in_payload) {
+        h.recv_off = p.recv_off - p.hdr_got;
+    } else {
+        h.recv_off = p.recv_off;
+        h.pay_left = uint32_t(p.pk.len - p.got);
+    }
     h.epoch = p.reconnects + 1;
     return h;
 }
@@ -162,8 +170,9 @@ int Wan::reconnect_step(Peer& p) {
     uint8_t rk[4];
     base::put_be32(rk, uint32_t(me_));
     if (::send(fd, rk, 4, MSG_NOSIGNAL) != 4) return 0;
+    const wanlink::Hello mine = hello_for(p);
     wanlink::LinkHandshake hs(true, links_.link.keyed ? &links_.link.key : nullptr,
-                              links_.link.session.data(), hello_for(p), uint32_t(p.rank));
+                              links_.link.session.data(), mine, uint32_t(p.rank));
     for (;;) {
         auto r = hs.step(fd);
         if (r == wanlink::LinkHandshake::done) break;
@@ -177,6 +186,41 @@ int Wan::reconnect_step(Peer& p) {
             WANMPI_LOG(info, "reconnect to %s: no handshake answer", peer_name(p.rank).c_str());
             return 0;
         }
+    }
+    // Through impi-relay the handshake was with the relay: where the peer stopped comes next,
+    // in the relay's FAR (handshake.hpp), once the relay reached the peer.
+    uint64_t peer_off = hs.peer().recv_off;
+    if (!impi::relay_of(p.proc).empty()) {
+        uint8_t rec[wanlink::kHello + wanlink::kMac];
+        size_t got = 0;
+        while (got < sizeof rec) {
+            ssize_t r = ::recv(fd, rec + got, sizeof rec - got, MSG_DONTWAIT);
+            if (r > 0) {
+                got += size_t(r);
+                continue;
+            }
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                WANMPI_LOG(info, "reconnect to %s: the relay closed before it reached the peer",
+                           peer_name(p.rank).c_str());
+                return 0;
+            }
+            pollfd pf{fd, POLLIN, 0};
+            const int64_t left = deadline - now_ms();
+            if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
+                WANMPI_LOG(info, "reconnect to %s: the relay did not reach the peer",
+                           peer_name(p.rank).c_str());
+                return 0;
+            }
+        }
+        wanlink::Hello far;
+        std::string err = hs.decode_far(rec, &far);
+        if (err.empty() && (far.from != uint32_t(p.rank) || far.to != uint32_t(me_)))
+            err = "FAR names the wrong hosts";
+        if (!err.empty()) {
+            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), err.c_str());
+            return 0;
+        }
+        peer_off = far.recv_off;
     }
     std::unique_ptr<wanlink::Tls> tls;
     if (hs.tls()) {
@@ -192,7 +236,10 @@ int Wan::reconnect_step(Peer& p) {
     WANMPI_LOG(info, "reconnect to %s: connected in %lld ms, handshake%s in %lld ms",
                peer_name(p.rank).c_str(), (long long)(connected_ms - now),
                tls ? " and TLS" : "", (long long)(base::now_ns() / 1000000 - connected_ms));
-    return resume_on(p, std::move(f), std::move(tls), hs.peer().recv_off) ? 1 : 0;
+    return resume_on(p, std::move(f), std::move(tls), peer_off,
+                     p.recv_off - mine.recv_off)
+               ? 1
+               : 0;
 }
 
 // Connections on the host socket after the dance: peers reconnecting, or strangers. Each must

@@ -168,7 +168,8 @@ private:
     enum { A_AUTH, A_AUTHREPLY, A_KEY, A_HMAC, A_CMDS } astate_ = A_AUTH;
     bool server_auth_done_ = false;
     // wanmpi's AUTH method (wanlink/handshake.hpp) passes through: the agent's response, then
-    // the server's verdict, forwarded as they are (the relay holds no secret to check them).
+    // the server's verdict, forwarded as they are (the relay does not check them; it keeps the
+    // session nonce of the challenge, which keys the links: RelayLinkKeys).
     bool verdict_pending_ = false;
     int client_ = -1;
     int nclients_ = 0;
@@ -183,6 +184,11 @@ private:
     bool fini_ = false;
     bool done_ = false;
     std::function<bool()> allocated_check_;
+
+    // The link handshakes of relayed wanmpi pairs (RelayLinkKeys): the primary's secret (it
+    // never leaves this process; members get the derived key in TJOB).
+    wanlink::Secret secret_;
+    RelayLinkKeys keys_;
 
     // both
     std::vector<std::pair<base::Fd, int>> listeners_;  // until the data plane takes them
@@ -299,7 +305,11 @@ base::Status Relay::open_listeners(const std::string& pub, const std::string& pr
 base::Status Relay::start_data(int trunks, int index, int client, Job out, Job in) {
     base::Status s = make_relay_map(client, trunks, index, std::move(out), std::move(in), &map_);
     if (!s.ok()) return s;
-    data_ = std::make_unique<RelayData>(loop_, map_, cfg_);
+    if (index == 0 && secret_.set()) {
+        keys_.keyed = true;
+        keys_.key = wanlink::link_key(secret_, keys_.session.data());
+    }
+    data_ = std::make_unique<RelayData>(loop_, map_, cfg_, keys_);
     data_->on_broken = [](const std::string&) {};
     size_t k = 0;
     std::vector<int> own, outside;
@@ -349,6 +359,19 @@ int Relay::run_primary() {
     if (!sp || sp->port == 0) {
         std::fprintf(stderr, "impi-relay: '%s' is not ADDR:PORT of impi-server\n", cfg_.server.c_str());
         return 2;
+    }
+    // The job secret and WANMPI_WAN_SECURITY, as mpirun reads them: the relay proves itself
+    // on both legs of every relayed pair of wanmpi hosts, and demands what its setting says.
+    {
+        wanlink::Security sec;
+        base::Status st = wanlink::job_secret(&secret_);
+        if (st.ok()) st = wanlink::wan_security(&sec);
+        if (!st.ok()) {
+            std::fprintf(stderr, "impi-relay: %s\n", st.message().c_str());
+            return 2;
+        }
+        keys_.flags = uint8_t((sec != wanlink::Security::none ? wanlink::kFlagAuth : 0) |
+                              (sec == wanlink::Security::tls ? wanlink::kFlagTls : 0));
     }
     pub_ = cfg_.public_addr.empty() ? route_source(sp->host, sp->port) : cfg_.public_addr;
     if (pub_.empty()) {
@@ -590,6 +613,9 @@ void Relay::on_server() {
             send(*agent_, s.in.data(), 8 + len);
             s.in.erase(s.in.begin(), s.in.begin() + 8 + len);
             server_auth_done_ = true;
+            // wanmpi's AUTH method: the record is Ns S; S, the session nonce, keys the links.
+            if (which == wanlink::kAuthHmac && len == wanlink::kAuthChallengeLen)
+                std::memcpy(keys_.session.data(), s.in.data() + 8 + wanlink::kNonce, 32);
             astate_ = which == AUTH_KEY ? A_KEY : which == wanlink::kAuthHmac ? A_HMAC : A_CMDS;
             on_agent();
             continue;
@@ -666,6 +692,9 @@ bool Relay::server_command(uint32_t cmd, const std::vector<uint8_t>& payload) {
             tj.client = uint32_t(client_);
             tj.out = encode_job(out);
             tj.in = encode_job(in);
+            tj.keys = keys_;
+            tj.keys.keyed = secret_.set();
+            if (secret_.set()) tj.keys.key = wanlink::link_key(secret_, keys_.session.data());
             send_cmd(members_[i]->link, CMD_TJOB, encode_trunk_job(tj));
         }
         if (!(s = start_data(cfg_.trunks, 0, client_, std::move(out), std::move(in))).ok())
@@ -853,6 +882,7 @@ void Relay::on_primary() {
             Job out, in;
             base::Status s = decode_job(tj.out, &out);
             if (s.ok()) s = decode_job(tj.in, &in);
+            keys_ = tj.keys;
             if (s.ok()) s = start_data(int(tj.trunks), int(tj.index), int(tj.client), std::move(out), std::move(in));
             if (!s.ok()) return fail("the primary relay's job: " + s.message());
         } else if (h.cmd == CMD_TEND && p.size() == 4) {

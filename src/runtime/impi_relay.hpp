@@ -28,11 +28,13 @@
 //
 // Trunk control protocol (primary <-> members, on the primary's private port, inside the
 // cluster; every message is an IMPI command header {cmd, len} and big-endian fields):
-//   TRNK member -> primary  Uint4 version (1), 16-byte public host id, 16-byte private host id
+//   TRNK member -> primary  Uint4 version (2), 16-byte public host id, 16-byte private host id
 //   TPRT primary -> member  Uint4 n_pub, Uint4 n_priv: open that many ports on each side
 //   TPRT member -> primary  Uint4 n_pub, Uint4 n_priv, then n_pub + n_priv Uint4 ports
 //   TJOB primary -> member  Uint4 trunks, Uint4 index, Uint4 client, Uint4 n + n bytes of
-//                           encode_job(outside view), Uint4 m + m bytes of encode_job(inside view)
+//                           encode_job(outside view), Uint4 m + m bytes of encode_job(inside view),
+//                           Uint4 link flags (bit 8: keyed; low byte: the HELLO flags the relays
+//                           demand), 32-byte link key (zero unless keyed), 32-byte session nonce
 //   TEND primary -> member  Int4 status: the job is over (0) or failed
 //
 // Threading: single-threaded (one epoll loop per relay process). The pure functions below are
@@ -47,6 +49,7 @@
 #include "base/status.hpp"
 #include "runtime/impi_tables.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/handshake.hpp"
 
 namespace wanmpi::impi {
 
@@ -72,6 +75,17 @@ struct RelayMap {
     int trunk_of(int host) const;
 };
 
+// The relay's part in the link handshakes of relayed pairs (docs/design/relay.md, "Security"):
+// the job's link key and what this relay demands. The primary derives the key from its own job
+// secret (WANMPI_JOB_SECRET_FILE) and the session nonce it saw in impi-server's AUTH answer;
+// members get both from the primary in TJOB (inside the cluster, over the trunk control link).
+struct RelayLinkKeys {
+    bool keyed = false;                 // the relay holds the job secret's link key ...
+    wanlink::Key key{};                 // ... K = link_key(secret, session)
+    std::array<uint8_t, 32> session{};  // impi-server's session nonce (zero without HMAC AUTH)
+    uint8_t flags = 0;                  // kFlagAuth / kFlagTls / kFlagResume this relay demands
+};
+
 // Builds the map from the two views and checks they describe the same job (same clients,
 // hosts, procs and host of every proc).
 base::Status make_relay_map(int client, int trunks, int index, Job out, Job in, RelayMap* m);
@@ -79,9 +93,11 @@ base::Status make_relay_map(int client, int trunks, int index, Job out, Job in, 
 // One packet header travelling through the relay between inside host `h` and outside host `j`,
 // `outward` = from h to j. Checks the header (decode_packet with the job's maxlen) and that its
 // procs belong to the two hosts, then rewrites its proc ids for the other side, in place.
-// *payload = the bytes that follow the header. Returns "" or what is wrong.
+// *payload = the bytes that follow the header. `resumable`: the two hosts agreed in their link
+// handshakes to resume the stream, so its acknowledgements (PK_WAN_ACK) may pass. Returns "" or
+// what is wrong.
 std::string relay_rewrite(const RelayMap& m, int h, int j, bool outward, uint8_t hdr[kPacketHeader],
-                          uint64_t* payload);
+                          uint64_t* payload, bool resumable = false);
 
 // The dance rank a connection sent to a relay port that represents host `rep`: whether the relay
 // may connect it on. `rep_own`: the port represents a host of the cluster (accepted from
@@ -128,6 +144,7 @@ std::string decode_trunk_ports(const uint8_t* p, size_t n, bool with_ports, Trun
 struct TrunkJob {
     uint32_t trunks = 0, index = 0, client = 0;
     std::string out, in;  // encode_job() texts
+    RelayLinkKeys keys;
 };
 std::vector<uint8_t> encode_trunk_job(const TrunkJob& t);
 std::string decode_trunk_job(const uint8_t* p, size_t n, TrunkJob* t);

@@ -14,13 +14,16 @@
 #include "base/socket.hpp"
 #include "runtime/event_loop.hpp"
 #include "runtime/impi_relay.hpp"
+#include "wanlink/handshake.hpp"
 #include "wanlink/tcp_tune.hpp"
+#include "wanlink/tls.hpp"
 
 namespace wanmpi::impi {
 
 class RelayData {
 public:
-    RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg);
+    RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg,
+              const RelayLinkKeys& keys);
     ~RelayData();
     RelayData(const RelayData&) = delete;
     RelayData& operator=(const RelayData&) = delete;
@@ -36,6 +39,7 @@ public:
     std::function<void(const std::string&)> on_broken;
 
     uint64_t packets = 0, bytes = 0, spliced = 0;
+    uint64_t secured = 0, resumed = 0;  // pairs that ran the link handshake; of them reconnects
 
 private:
     struct Pending;
@@ -43,7 +47,16 @@ private:
     struct Dir;
     void on_accept(int lfd, int host);
     void on_pending(Pending* p);
+    // Joins the accepted connection of `p` to a new pair and dials the other host. hs: the
+    // acceptor's link handshake (wanmpi pairs), at ready.
+    void start_pair(Pending* p, uint32_t rank, std::unique_ptr<wanlink::LinkHandshake> hs);
+    void dial(Pair* p);
     void on_connected(Pair* p);
+    // wanmpi pairs: the two legs' link handshakes and TLS, before any packet passes.
+    void on_secure(Pair* p);
+    void watch(Pair* p, int fd, uint32_t ev);
+    void start_forwarding(Pair* p);
+    uint8_t leg_flags(bool inner) const;
     // Pumps the directions an event concerns (mask: 1 = h -> j, 2 = j -> h), then re-arms.
     void on_pair(Pair* p, int dirs = 3);
     void update(Pair* p);
@@ -54,6 +67,7 @@ private:
     runtime::EventLoop& loop_;
     const RelayMap& map_;
     RelayConfig cfg_;
+    RelayLinkKeys keys_;
     wanlink::TcpTuning tuning_;
     std::map<int, int> listeners_;  // fd -> represented host
     std::map<Pending*, std::unique_ptr<Pending>> pending_;

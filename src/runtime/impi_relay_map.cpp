@@ -52,15 +52,15 @@ static void put_proc(uint8_t* p, const Proc& id) {
 }
 
 std::string relay_rewrite(const RelayMap& m, int h, int j, bool outward, uint8_t hdr[kPacketHeader],
-                          uint64_t* payload) {
+                          uint64_t* payload, bool resumable) {
     Packet p;
     std::string err = decode_packet(hdr, m.out.maxlen, &p);
     if (!err.empty()) return err;
     *payload = packet_has_payload(p.type) ? p.len : 0;
     // FINI names no proc (LAM: zero host ids, pid -1); it ends the connection, nothing to map.
     if (p.type == PK_FINI) return "";
-    if (p.type == PK_WAN_ACK)
-        return "a wanmpi stream acknowledgement, which no connection through a relay negotiates";
+    if (p.type == PK_WAN_ACK && !resumable)
+        return "a wanmpi stream acknowledgement on a pair whose hosts did not agree to resume";
     const Job& from = outward ? m.in : m.out;
     const Job& to = outward ? m.out : m.in;
     int sh = outward ? h : j, dh = outward ? j : h;
@@ -176,7 +176,7 @@ Status relay_inward_reply(const RelayFaces& f, int client, uint32_t label, const
 
 std::vector<uint8_t> encode_trunk_hello(const TrunkHello& h) {
     std::vector<uint8_t> v(36);
-    put_be32(v.data(), 1);
+    put_be32(v.data(), 2);
     std::memcpy(&v[4], h.pub.data(), 16);
     std::memcpy(&v[20], h.priv.data(), 16);
     return v;
@@ -184,7 +184,10 @@ std::vector<uint8_t> encode_trunk_hello(const TrunkHello& h) {
 
 std::string decode_trunk_hello(const uint8_t* p, size_t n, TrunkHello* h) {
     if (n != 36) return "TRNK has " + std::to_string(n) + " bytes, expected 36";
-    if (get_be32(p) != 1) return "TRNK version " + std::to_string(get_be32(p)) + " is not 1";
+    // Version 2: TJOB carries the link key (every relay of a job must run one release).
+    if (get_be32(p) != 2)
+        return "TRNK version " + std::to_string(get_be32(p)) +
+               " is not 2 (every impi-relay of a job must run one wanmpi release)";
     std::memcpy(h->pub.data(), p + 4, 16);
     std::memcpy(h->priv.data(), p + 20, 16);
     if (!ipv4_from_host_id(h->pub) || !ipv4_from_host_id(h->priv))
@@ -218,8 +221,12 @@ std::string decode_trunk_ports(const uint8_t* p, size_t n, bool with_ports, Trun
     return "";
 }
 
+namespace {
+constexpr size_t kTrunkKeys = 4 + 32 + 32;  // TJOB's link flags, key and session nonce
+}  // namespace
+
 std::vector<uint8_t> encode_trunk_job(const TrunkJob& t) {
-    std::vector<uint8_t> v(20 + t.out.size() + t.in.size());
+    std::vector<uint8_t> v(20 + t.out.size() + t.in.size() + kTrunkKeys);
     uint8_t* p = v.data();  // not &v[i]: with an empty inside view that is v[v.size()]
     put_be32(p, t.trunks);
     put_be32(p + 4, t.index);
@@ -228,22 +235,35 @@ std::vector<uint8_t> encode_trunk_job(const TrunkJob& t) {
     std::memcpy(p + 16, t.out.data(), t.out.size());
     put_be32(p + 16 + t.out.size(), uint32_t(t.in.size()));
     std::memcpy(p + 20 + t.out.size(), t.in.data(), t.in.size());
+    uint8_t* k = p + 20 + t.out.size() + t.in.size();
+    put_be32(k, (t.keys.keyed ? 0x100u : 0u) | t.keys.flags);
+    std::memcpy(k + 4, t.keys.key.data(), 32);  // zero unless keyed
+    std::memcpy(k + 36, t.keys.session.data(), 32);
     return v;
 }
 
 std::string decode_trunk_job(const uint8_t* p, size_t n, TrunkJob* t) {
-    if (n < 20) return "TJOB is too short";
+    if (n < 20 + kTrunkKeys) return "TJOB is too short";
     t->trunks = get_be32(p);
     t->index = get_be32(p + 4);
     t->client = get_be32(p + 8);
     if (t->trunks < 2 || t->trunks > 64 || t->index == 0 || t->index >= t->trunks || t->client >= 32)
         return "TJOB has an invalid trunk index, trunk count or client";
     size_t a = get_be32(p + 12);
-    if (a > n - 20) return "TJOB's outside view is longer than the message";
+    if (a > n - 20 - kTrunkKeys) return "TJOB's outside view is longer than the message";
     size_t b = get_be32(p + 16 + a);
-    if (b != n - 20 - a) return "TJOB's inside view does not fill the message";
+    if (b != n - 20 - a - kTrunkKeys) return "TJOB's inside view does not fill the message";
     t->out.assign(reinterpret_cast<const char*>(p + 16), a);
     t->in.assign(reinterpret_cast<const char*>(p + 20 + a), b);
+    const uint8_t* k = p + 20 + a + b;
+    const uint32_t f = get_be32(k);
+    if (f & ~0x1FFu) return "TJOB has unknown link flags";
+    if ((f & 0xFF) & ~(wanlink::kFlagAuth | wanlink::kFlagTls | wanlink::kFlagResume))
+        return "TJOB has unknown link flags";
+    t->keys.keyed = (f & 0x100) != 0;
+    t->keys.flags = uint8_t(f & 0xFF);
+    std::memcpy(t->keys.key.data(), k + 4, 32);
+    std::memcpy(t->keys.session.data(), k + 36, 32);
     return "";
 }
 

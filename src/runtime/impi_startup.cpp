@@ -173,21 +173,21 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         dp.addr = jh.addr();
         dp.port = jh.port;
         dp.name = "host " + std::to_string(hh) + " (client " + std::to_string(jh.client) + ")";
+        // A host impi-relay presents: say so, messages about it may concern the relay.
+        if (jh.nprocs > 0 && size_t(jh.first_rank) < r.job.procs.size()) {
+            const std::string via = relay_of(r.job.procs[size_t(jh.first_rank)].id);
+            if (!via.empty()) dp.name += " through impi-relay at " + via;
+        }
         dp.skip = !dc.intra_client && jh.client == r.client;
-        // A wanmpi rank is its own host; a host impi-relay presents speaks plain IMPI.
-        // (IMPI allows a host without procs; it has nothing to relay.)
-        const bool relayed = jh.nprocs > 0 && size_t(jh.first_rank) < r.job.procs.size() &&
-                             !relay_of(r.job.procs[size_t(jh.first_rank)].id).empty();
-        dp.ext = !dp.skip && r.job.wanmpi_pair(r.client, jh.client) && !relayed;
+        // Both ends wanmpi: the link handshake runs, also through impi-relay (which runs it on
+        // each of its two legs with the job's key: impi_relay_data.cpp).
+        dp.ext = !dp.skip && r.job.wanmpi_pair(r.client, jh.client);
         if (!dp.skip && !dp.ext && r.security != wanlink::Security::none && !wanlink::allow_plain())
             return Status(Errc::invalid,
                           "WANMPI_WAN_SECURITY=" + std::string(wanlink::security_name(r.security)) +
                               ": " + dp.name + " at " + dp.addr + ":" + std::to_string(dp.port) +
-                              (!relayed
-                                   ? " is a plain IMPI host, which cannot authenticate"
-                                   : " is reached through impi-relay, which does not authenticate "
-                                     "links yet") +
-                              "; set WANMPI_WAN_ALLOW_PLAIN=1 to talk to it in clear text");
+                              " is a plain IMPI host, which cannot authenticate; set "
+                              "WANMPI_WAN_ALLOW_PLAIN=1 to talk to it in clear text");
         peers.push_back(dp);
     }
     dc.link = &r.link;

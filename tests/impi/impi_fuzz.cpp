@@ -502,7 +502,7 @@ void fuzz_relay_codecs(const uint8_t* p, size_t n) {
         if (decode_trunk_job(q, n, &tj) == "") {
             FUZZ_CHECK(t, tj.trunks >= 2 && tj.trunks <= 64 && tj.index >= 1 &&
                               tj.index < tj.trunks && tj.client < 32);
-            FUZZ_CHECK(t, 20 + tj.out.size() + tj.in.size() == n);
+            FUZZ_CHECK(t, 20 + tj.out.size() + tj.in.size() + 68 == n);
             FUZZ_CHECK(t, encode_trunk_job(tj) == in);
             Job o, i;  // what a member does next with the texts
             if (decode_job(tj.out, &o).ok() && decode_job(tj.in, &i).ok()) {
@@ -822,8 +822,8 @@ TEST_F(ImpiFuzz, RelayTrunkCodecs) {
         encode_trunk_hello(hello),
         encode_trunk_ports(TrunkPorts{3, 2, {}}),
         encode_trunk_ports(TrunkPorts{3, 2, {1000, 1001, 1002, 2000, 2001}}),
-        encode_trunk_job(TrunkJob{3, 1, 1, encode_job(w.out), encode_job(w.in)}),
-        encode_trunk_job(TrunkJob{2, 1, 0, "", ""}),
+        encode_trunk_job(TrunkJob{3, 1, 1, encode_job(w.out), encode_job(w.in), {}}),
+        encode_trunk_job(TrunkJob{2, 1, 0, "", "", {}}),
     };
     const uint8_t which[] = {0, 1, 2, 3, 3};
     int good = 0;

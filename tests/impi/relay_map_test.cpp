@@ -265,6 +265,20 @@ TEST(RelayRewrite, BothWaysExactly) {
     EXPECT_EQ(base::get_be32(b.data() + 4), 128u);
 }
 
+// The stream acknowledgements of resumable links (PK_WAN_ACK, srqid = bytes consumed) pass,
+// rewritten like any packet, only on pairs whose hosts agreed to resume.
+TEST(RelayRewrite, StreamAcksOnlyOnResumablePairs) {
+    World w = world3();
+    const RelayMap& m = w.map;
+    Bytes b = hdr_bytes(packet(PK_WAN_ACK, m.in.procs[3].id, m.in.procs[0].id));
+    uint64_t pay = 1;
+    EXPECT_NE(relay_rewrite(m, 2, 0, true, b.data(), &pay), "");
+    Bytes want = hdr_bytes(packet(PK_WAN_ACK, m.out.procs[3].id, m.out.procs[0].id));
+    EXPECT_EQ(relay_rewrite(m, 2, 0, true, b.data(), &pay, true), "");
+    EXPECT_EQ(b, want);
+    EXPECT_EQ(pay, 0u);
+}
+
 TEST(RelayRewrite, FiniPassesUntouched) {
     World w = world3();
     Proc zero{HostId{}, -1};
@@ -385,7 +399,7 @@ TEST(RelayCodecs, HelloRoundTripAndRejects) {
     TrunkHello h{host_id_from_ipv4("192.0.2.7"), host_id_from_ipv4("10.0.0.7")}, g;
     Bytes b = encode_trunk_hello(h);
     ASSERT_EQ(b.size(), 36u);
-    EXPECT_EQ(base::get_be32(b.data()), 1u);
+    EXPECT_EQ(base::get_be32(b.data()), 2u);
     ASSERT_EQ(decode_trunk_hello(b.data(), b.size(), &g), "");
     EXPECT_EQ(g.pub, h.pub);
     EXPECT_EQ(g.priv, h.priv);
@@ -395,7 +409,7 @@ TEST(RelayCodecs, HelloRoundTripAndRejects) {
         if (n != 36) {
             EXPECT_NE(decode_trunk_hello(big.data(), n, &g), "") << n;
         }
-    for (uint32_t v : {0u, 2u, 0x01000000u, 0xffffffffu}) {
+    for (uint32_t v : {0u, 1u, 3u, 0x02000000u, 0xffffffffu}) {  // 1: before TJOB had keys
         Bytes x = b;
         base::put_be32(x.data(), v);
         EXPECT_NE(decode_trunk_hello(x.data(), 36, &g), "") << v;
@@ -453,15 +467,22 @@ TEST(RelayCodecs, PortsRoundTripAndRejects) {
 
 TEST(RelayCodecs, JobRoundTripAndRejects) {
     World w = world3();
-    TrunkJob tj{3, 2, 1, encode_job(w.out), encode_job(w.in)}, got;
+    TrunkJob tj{3, 2, 1, encode_job(w.out), encode_job(w.in), {}}, got;
+    tj.keys.keyed = true;
+    tj.keys.flags = wanlink::kFlagAuth | wanlink::kFlagResume;
+    for (size_t i = 0; i < 32; ++i) tj.keys.key[i] = uint8_t(i + 1), tj.keys.session[i] = uint8_t(200 - i);
     Bytes b = encode_trunk_job(tj);
-    ASSERT_EQ(b.size(), 20 + tj.out.size() + tj.in.size());
+    ASSERT_EQ(b.size(), 20 + tj.out.size() + tj.in.size() + 68);
     ASSERT_EQ(decode_trunk_job(b.data(), b.size(), &got), "");
     EXPECT_EQ(got.trunks, 3u);
     EXPECT_EQ(got.index, 2u);
     EXPECT_EQ(got.client, 1u);
     EXPECT_EQ(got.out, tj.out);
     EXPECT_EQ(got.in, tj.in);
+    EXPECT_TRUE(got.keys.keyed);
+    EXPECT_EQ(got.keys.flags, tj.keys.flags);
+    EXPECT_EQ(got.keys.key, tj.keys.key);
+    EXPECT_EQ(got.keys.session, tj.keys.session);
     Job o, i;
     ASSERT_TRUE(decode_job(got.out, &o).ok());
     ASSERT_TRUE(decode_job(got.in, &i).ok());
@@ -469,9 +490,9 @@ TEST(RelayCodecs, JobRoundTripAndRejects) {
     EXPECT_TRUE(make_relay_map(int(got.client), int(got.trunks), int(got.index), o, i, &m).ok());
     // Empty views encode and decode (the decoder of the job texts rejects them later).
     for (auto [x, y] : {std::pair{"", ""}, std::pair{"a", ""}, std::pair{"", "b"}}) {
-        TrunkJob e{2, 1, 0, x, y};
+        TrunkJob e{2, 1, 0, x, y, {}};
         Bytes eb = encode_trunk_job(e);
-        ASSERT_EQ(eb.size(), 20 + e.out.size() + e.in.size());
+        ASSERT_EQ(eb.size(), 20 + e.out.size() + e.in.size() + 68);
         ASSERT_EQ(decode_trunk_job(eb.data(), eb.size(), &got), "");
         EXPECT_EQ(got.out, e.out);
         EXPECT_EQ(got.in, e.in);
@@ -500,4 +521,8 @@ TEST(RelayCodecs, JobRoundTripAndRejects) {
     // The inside view's length.
     for (uint32_t len : {uint32_t(tj.in.size()) + 1, uint32_t(tj.in.size()) - 1, 0u, 0xffffffffu})
         EXPECT_NE(with(16 + a, len), "") << len;
+    // Link flags: only keyed (bit 8) and the HELLO flags a relay may demand.
+    const size_t kf = 20 + tj.out.size() + tj.in.size();
+    for (uint32_t f : {0x200u, 0x108u, 0x120u, 0x80000000u}) EXPECT_NE(with(kf, f), "") << f;
+    EXPECT_EQ(with(kf, 0x107u), "");
 }
