@@ -14,6 +14,18 @@
 //            drqid -> offset/wanted bytes of a long message being received.
 // Request ids are the engine's wire ids (generation << 32 | index), unique among active
 // requests, which is what IMPI asks of pk_srqid / pk_drqid.
+//
+// Head-of-line blocking (issue 14; the argument in docs/design/lanes.md): with
+// WANMPI_WAN_PRIORITY the DATA of long messages already granted (after SYNCACK) waits in `bulk`
+// and is cut into wire packets of at most `frag` bytes, one at a time, only when `wire` is
+// empty; every other packet (eager messages, DATASYNC, SYNCACK, CANCEL*, PROTOACK) is queued
+// before cuts not yet started. Only granted DATA moves, and only relative to other packets:
+//  - it is never matched (found by pk_drqid), so matching sees DATA/DATASYNC in send order;
+//  - fragments keep their order (the receiver places them by its running offset);
+//  - everything else keeps its order, so a CANCEL still follows the message it names;
+//  - FINI waits for `bulk` to empty; a reordered packet was never partly written, so the byte
+//    stream (and replay after a reconnect, which works on its offsets) is unaffected.
+// IMPI allows DATA fragments of any pk_len <= maxlen, so the peer may be any IMPI.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -22,10 +34,31 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/tunables.hpp"
 #include "core/wan_impl.hpp"
 
 namespace wanmpi::core {
 namespace wan_internal {
+
+static base::Tunable<bool> t_priority(
+    "WAN", "PRIORITY", true,
+    "Small packets to another cluster (eager messages, rendezvous and cancel packets, "
+    "acknowledgements) pass the queued data of long messages the receiver already granted, "
+    "which is cut into packets of WANMPI_WAN_FRAGMENT bytes as the socket takes them: a ping "
+    "during a long transfer waits for at most one such packet (plus WANMPI_WAN_NOTSENT_LOWAT). "
+    "MPI's ordering is kept (docs/design/lanes.md). 0: one queue in send order.",
+    base::Level::tuner);
+static base::Tunable<int64_t> t_fragment(
+    "WAN", "FRAGMENT", -1,
+    "Payload bytes per IMPI DATA packet of a long message after its first (k/m suffixes; at most "
+    "IMPI_C_DATALEN). Once a packet is started nothing passes it on the connection. -1 (auto): "
+    "2 x (the connection's window + WANMPI_WAN_NOTSENT_LOWAT) / IMPI_H_HIWATER, at least 64 "
+    "KiB, so that flow control's window of HIWATER packets still covers the path. 0: "
+    "IMPI_C_DATALEN (the plain IMPI fragment).",
+    base::Level::tuner);
+
+bool priority_enabled() { return t_priority.get(); }
+int64_t fragment_setting() { return t_fragment.get(); }
 
 
 bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o) {
@@ -38,7 +71,13 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
         o.len = len;
         break;
     case F_RTS: {
+        // IMPI's first fragment is maxlen bytes; a wanmpi peer takes any length (it resumes at
+        // what the DATASYNC carried), so with priority on it is one wire fragment: a long
+        // message's DATASYNC then delays small packets no more than its later DATA does.
         uint64_t first = std::min<uint64_t>(h.size, maxlen_);
+        if (priority_ && size_t(p.rank) < links_.results.size() &&
+            links_.results[size_t(p.rank)].ext)
+            first = std::min<uint64_t>(first, frag_of(p));
         pk = message_packet(p, impi::PK_DATASYNC, h, first);
         p.sends[h.sreq] = SendState{true, h.size, first};
         // The engine's buffer (user data or its packed copy) stays valid until the send
@@ -120,6 +159,7 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
     if (!p.alive) return SendResult::failed;
     Hdr h = decode(hb);
     if (h.type == F_CREDIT || h.type == F_FIN) return SendResult::done;
+    if (h.type == F_DATA) return SendResult::would_block;  // post_send queues or cuts it
     if (!can_send_now(p)) return SendResult::would_block;
     Out o;
     if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
@@ -175,13 +215,96 @@ void Wan::post_send(int peer, SendOp* op) {
         return;
     }
     o.op = op;
+    if (h.type == F_DATA) {
+        Bulk b;
+        impi::decode_packet(o.hdr, maxlen_, &b.pk);
+        b.payload = o.payload;
+        b.len = o.len;
+        b.op = op;
+        if (priority_) {
+            retune(p);
+            p.bulk.push_back(b);
+            return;
+        }
+        // One queue in send order, but packets of `frag` bytes all the same (measured apart).
+        const uint64_t frag = frag_of(p);
+        while (b.cut < b.len) {
+            Out c;
+            const uint64_t n = std::min(frag, b.len - b.cut);
+            b.pk.len = uint32_t(n);
+            impi::encode_packet(b.pk, c.hdr);
+            c.payload = b.payload + b.cut;
+            c.len = n;
+            b.cut += n;
+            if (b.cut == b.len) c.op = op;
+            p.held.push_back(std::move(c));
+        }
+        admit(p);
+        return;
+    }
     p.held.push_back(std::move(o));
     admit(p);
+}
+
+uint64_t Wan::frag_of(Peer& p) {
+    if (!p.frag) retune(p);
+    return p.frag;
+}
+
+void Wan::retune(Peer& p) {
+    const int64_t now = base::now_ns();
+    if (p.frag && p.lowat_fd == p.fd && now - p.tuned_at < 10000000) return;
+    p.tuned_at = now;
+    uint64_t win = 0;
+    uint32_t srtt = 0;
+    const bool known = wanlink::socket_window(p.fd, &win, &srtt);
+    int64_t lowat = lowat_setting_;
+    if (lowat < 0) lowat = wanlink::auto_notsent_lowat(known ? win : 0, known ? srtt : 0);
+    if (lowat > 0 && p.fd >= 0 && (known || lowat_setting_ > 0) &&
+        (lowat != p.lowat || p.lowat_fd != p.fd)) {
+        if (int e = wanlink::set_notsent_lowat(p.fd, lowat); e && !lowat_said_) {
+            lowat_said_ = true;
+            WANMPI_LOG(info, "TCP_NOTSENT_LOWAT not applied (%s): the kernel may queue a whole "
+                             "socket buffer ahead of small messages", std::strerror(e));
+        }
+        p.lowat = lowat;
+    }
+    p.lowat_fd = p.fd;
+    uint64_t frag = maxlen_;
+    if (frag_setting_ > 0) {
+        frag = uint64_t(frag_setting_);
+    } else if (frag_setting_ < 0) {
+        const uint64_t need = 2 * (win + uint64_t(std::max<int64_t>(lowat, 0))) / hiwater_;
+        frag = std::max<uint64_t>(need, 64 << 10);
+    }
+    p.frag = std::clamp<uint64_t>(frag, 1, maxlen_);
+}
+
+bool Wan::cut_bulk(Peer& p) {
+    if (!can_cut(p)) return false;
+    retune(p);
+    Bulk& b = p.bulk.front();
+    Out o;
+    const uint64_t n = std::min<uint64_t>(p.frag, b.len - b.cut);
+    b.pk.len = uint32_t(n);
+    impi::encode_packet(b.pk, o.hdr);
+    o.payload = b.payload + b.cut;
+    o.len = n;
+    o.bulk = true;
+    b.cut += n;
+    if (b.cut == b.len) {
+        o.op = b.op;
+        p.bulk.pop_front();
+    }
+    p.sent++;
+    p.wire.push_back(std::move(o));
+    return true;
 }
 
 int Wan::write_some(Peer& p) {
     int done = 0;
     if (p.down || p.suspended) return 0;
+    if (!p.wire.empty() || !p.bulk.empty()) retune(p);
     if (p.hold_until) {
         if (held_back(p)) return 0;
         p.hold_until = 0;
@@ -205,7 +328,8 @@ int Wan::write_some(Peer& p) {
         }
         p.replay_pos += uint64_t(w);
     }
-    while (p.alive && !p.down && !p.wire.empty() && !(p.hold_until && held_back(p))) {
+    while (p.alive && !p.down && !(p.hold_until && held_back(p))) {
+        if (p.wire.empty() && !cut_bulk(p)) break;
         // A full log takes no new data until the peer confirms some; its confirmations
         // (PK_WAN_ACK, queued at the front) still go, or two full logs would wait on each other.
         if (p.resume && p.log.full() && p.wire.front().off == 0 && !p.wire.front().is_ack) break;
@@ -571,7 +695,8 @@ int Wan::progress(transport::RecvSink& sink) {
         n += read_some(p, sink);
         if (p.resume && p.alive && !p.down && p.recv_off - p.acked_out >= wanlink::kAckEvery)
             queue_ack(p);
-        if (p.alive && !p.wire.empty()) n += write_some(p);  // PROTOACKs the reads queued
+        // PROTOACKs the reads queued, and granted DATA a PROTOACK let through
+        if (p.alive && (!p.wire.empty() || can_cut(p))) n += write_some(p);
         if (!p.alive && !p.failed_reported && !p.why.empty()) {
             p.failed_reported = true;
             sink.on_peer_failed(r, p.why);
@@ -594,7 +719,8 @@ void Wan::share_caps() {
     int busy = 0;
     for (int r : list_) {
         const Peer& p = peers_[size_t(r)];
-        if (p.alive && (!p.wire.empty() || !p.held.empty() || wanlink::socket_unsent(p.fd) > 0))
+        if (p.alive && (!p.wire.empty() || !p.held.empty() || !p.bulk.empty() ||
+                        wanlink::socket_unsent(p.fd) > 0))
             ++busy;
     }
     const uint64_t cap = wanlink::Pacer::socket_cap(rate_, std::clamp(busy, 1, flows_));

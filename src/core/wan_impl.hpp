@@ -35,6 +35,10 @@ namespace wanmpi::core::wan_internal {
 
 using impi::Packet;
 
+// WANMPI_WAN_PRIORITY and WANMPI_WAN_FRAGMENT (wan.cpp).
+bool priority_enabled();
+int64_t fragment_setting();  // bytes; 0: IMPI_C_DATALEN; -1: auto
+
 struct Out {
     uint8_t hdr[impi::kPacketHeader];
     const char* payload = nullptr;
@@ -44,6 +48,19 @@ struct Out {
     std::unique_ptr<char[]> own;  // payload copy (try_send that could not write it all)
     bool counted = true;          // counts for flow control
     bool is_ack = false;          // PK_WAN_ACK
+    bool bulk = false;            // a cut of granted long-message DATA (Peer::bulk)
+};
+
+// The DATA of a long message that the receiver granted (its SYNCACK came), as the engine posted
+// it (one frame per IMPI_C_DATALEN bytes). With WANMPI_WAN_PRIORITY it waits here and is cut into
+// wire packets of at most Peer::frag bytes one at a time, only when nothing else is queued:
+// every other packet passes it (docs/design/lanes.md, "Head-of-line blocking on one lane").
+struct Bulk {
+    Packet pk;                    // the DATA packet; pk_len is set per cut
+    const char* payload = nullptr;
+    uint64_t len = 0;
+    uint64_t cut = 0;             // bytes already cut into wire packets
+    SendOp* op = nullptr;         // completed with the last cut, once it is written
 };
 
 // What the engine sent that a SYNCACK / CANCEL reply refers to.
@@ -76,6 +93,11 @@ struct Peer {
     std::string why;
     impi::Proc proc;
     std::deque<Out> wire, held;
+    std::deque<Bulk> bulk;  // granted DATA not yet cut (WANMPI_WAN_PRIORITY), in order
+    uint64_t frag = 0;      // wire packet size for granted DATA (retune)
+    int64_t tuned_at = 0;   // last retune (ns)
+    int lowat_fd = -1;      // the socket retune last ran for (a reconnect brings a new one)
+    int64_t lowat = -1;     // the value set there
     uint64_t sent = 0;  // counted packets not yet acknowledged
     uint64_t rcvd = 0;  // counted packets received since the last PROTOACK
     // receive state machine
@@ -199,6 +221,7 @@ public:
             epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
             list_.push_back(r);
             any_resume_ = any_resume_ || p.resume;
+            retune(p);  // TCP_NOTSENT_LOWAT from the first byte
         }
         tuning_ = tuning;
         // Reconnects come in on the host socket of the dance (only if some peer can resume).
@@ -244,7 +267,7 @@ public:
     bool flushed() const override {
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
-            if (p.alive && (!p.wire.empty() || !p.held.empty())) return false;
+            if (p.alive && (!p.wire.empty() || !p.held.empty() || !p.bulk.empty())) return false;
         }
         return true;
     }
@@ -284,7 +307,7 @@ public:
             }
             // Plaintext TLS already decrypted is not in the socket: epoll would not wake us.
             if (p.tls && p.tls->pending() && !p.suspended) wake = true;
-            bool want = (!p.wire.empty() || (p.tls && p.tls->backlog() > 0) ||
+            bool want = (!p.wire.empty() || can_cut(p) || (p.tls && p.tls->backlog() > 0) ||
                          p.replay_pos < p.log.end()) &&
                         !throttled && !held_back(p);
             if (want == p.want_out) continue;
@@ -399,7 +422,8 @@ public:
     bool fini_done() const override {
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
-            if (p.alive && (!p.fini_rcvd || !p.wire.empty() || !p.held.empty())) return false;
+            if (p.alive && (!p.fini_rcvd || !p.wire.empty() || !p.held.empty() || !p.bulk.empty()))
+                return false;
         }
         return true;
     }
@@ -431,11 +455,34 @@ private:
     bool translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o);
     void admit(Peer& p) {
         while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
+            // FINI (the one uncounted packet held) follows every byte of data.
+            if (!p.held.front().counted && !p.bulk.empty()) break;
             if (p.held.front().counted) p.sent++;
-            p.wire.push_back(std::move(p.held.front()));
+            to_wire(p, std::move(p.held.front()));
             p.held.pop_front();
         }
     }
+    // Into the byte stream's queue: behind everything, except cuts of granted DATA not started
+    // yet, which it passes (the order among all other packets stays as queued).
+    void to_wire(Peer& p, Out&& o) {
+        auto at = p.wire.end();
+        while (at != p.wire.begin() && std::prev(at)->bulk && std::prev(at)->off == 0) --at;
+        p.wire.insert(at, std::move(o));
+    }
+    // Granted DATA gets a window slot only while no other counted packet waits for one, and
+    // never the last quarter of the window: a small message finds a slot without waiting for
+    // the PROTOACKs of bulk data (hiwater < 4: no reserve, or nothing would move).
+    // (An uncounted packet held is FINI, which waits for `bulk` itself.)
+    bool can_cut(const Peer& p) const {
+        return !p.bulk.empty() && (p.held.empty() || !p.held.front().counted) &&
+               p.sent + hiwater_ / 4 < hiwater_;
+    }
+    // The next wire packet of granted DATA into `wire` (empty then): at most `frag` bytes.
+    bool cut_bulk(Peer& p);
+    // WANMPI_WAN_NOTSENT_LOWAT and WANMPI_WAN_FRAGMENT (auto: from the connection's window),
+    // re-read every 10 ms while granted DATA flows.
+    void retune(Peer& p);
+    uint64_t frag_of(Peer& p);
     bool can_send_now(const Peer& p) const {
         return p.alive && !p.down && !p.suspended && p.wire.empty() && p.held.empty() &&
                p.sent < hiwater_ && p.replay_pos == p.log.end() &&
@@ -469,7 +516,7 @@ private:
         Out o;
         impi::encode_packet(pk, o.hdr);
         o.counted = false;
-        p.wire.push_back(std::move(o));
+        to_wire(p, std::move(o));
     }
     void fail(Peer& p, const std::string& why) {
         if (!p.alive) return;
@@ -486,8 +533,11 @@ private:
         for (auto* q : {&p.wire, &p.held})
             for (Out& o : *q)
                 if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
+        for (Bulk& b : p.bulk)
+            if (b.op) push_local(Local{p.rank, b.op, false, {}, {}});
         p.wire.clear();
         p.held.clear();
+        p.bulk.clear();
     }
     // ---- the link: TLS, the resumable stream, reconnects (issue 13) ----------------------------
     // Writes through TLS or to the socket; what was taken goes into the log of a resumable
@@ -580,6 +630,9 @@ private:
     static constexpr uint32_t kListenTag = UINT32_MAX - 2;
     uint64_t maxlen_ = 0;
     uint32_t hiwater_ = 1, ackmark_ = 1;
+    const bool priority_ = priority_enabled();
+    const int64_t frag_setting_ = fragment_setting();
+    const int64_t lowat_setting_ = wanlink::notsent_lowat_setting();
     impi::Proc my_proc_;
     std::unique_ptr<Peer[]> peers_;
     std::vector<int> list_;
@@ -598,6 +651,7 @@ private:
     int64_t pend_at_ = 0;
     bool timer_armed_ = false; // tfd_ set and not yet read after firing
     bool pacing_said_ = false;
+    bool lowat_said_ = false;
     size_t rr_ = 0;            // first peer served by the next progress(): the budget is shared
     std::vector<char> rbuf_;
     size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)

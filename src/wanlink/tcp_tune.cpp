@@ -74,7 +74,57 @@ static base::Tunable<int64_t> t_sockbuf(
     "root, else bounded by net.core.wmem_max/rmem_max: wanmpi-tune checks them).",
     base::Level::tuner);
 
+static base::Tunable<std::string> t_lowat(
+    "WAN", "NOTSENT_LOWAT", "auto",
+    "Most bytes the kernel may hold not yet sent on a connection between clusters "
+    "(TCP_NOTSENT_LOWAT; k/m suffixes). A small message queued behind them waits for all of "
+    "them: wanmpi keeps the rest of a long message in its own queue, where small messages pass "
+    "it (WANMPI_WAN_PRIORITY). auto: about 2 ms at the connection's current rate (cwnd / RTT), "
+    "64 KiB to 8 MiB, re-evaluated as data flows. 0: no limit (the kernel's default; the "
+    "socket buffer, up to net.ipv4.tcp_wmem's maximum, is the queue). Too low a value costs "
+    "throughput on a busy host: the rank must refill the socket before it runs dry.",
+    base::Level::tuner);
+
 bool adapt_enabled() { return t_adapt.get(); }
+
+int64_t notsent_lowat_setting() {
+    static std::once_flag once;
+    static int64_t v = -1;
+    std::call_once(once, [] {
+        const std::string& s = t_lowat.get();
+        if (s == "auto" || s.empty()) return;
+        auto n = base::parse_int(s);
+        if (!n || *n < 0) {
+            WANMPI_LOG(warn, "WANMPI_WAN_NOTSENT_LOWAT='%s' is not a size (bytes, k/m suffix), "
+                             "0 or auto; using auto", s.c_str());
+            return;
+        }
+        v = *n;
+    });
+    return v;
+}
+
+bool socket_window(int fd, uint64_t* bytes, uint32_t* srtt_us) {
+    struct tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_rtt == 0)
+        return false;
+    *bytes = uint64_t(ti.tcpi_snd_cwnd) * ti.tcpi_snd_mss;
+    *srtt_us = ti.tcpi_rtt;
+    return true;
+}
+
+int64_t auto_notsent_lowat(uint64_t window_bytes, uint32_t srtt_us) {
+    constexpr int64_t lo = 64 << 10, hi = 8 << 20;
+    if (srtt_us == 0) return lo;
+    const double per_us = double(window_bytes) / double(srtt_us);
+    return std::clamp<int64_t>(int64_t(per_us * 2000.0), lo, hi);
+}
+
+int set_notsent_lowat(int fd, int64_t bytes) {
+    const int v = int(std::clamp<int64_t>(bytes, 1, int64_t(1) << 30));
+    return setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof v) == 0 ? 0 : errno;
+}
 
 uint64_t wan_rate_Bps() {
     static std::once_flag once;

@@ -22,6 +22,11 @@
 //   delack   - the receiver's delayed ACK (40-200 ms) stalls the last window of a message.
 //   cc       - sites run cubic or bbr; wanmpi must do well under both and say which it used.
 //   sockbuf  - a fixed send/receive buffer (SO_SNDBUF/SO_RCVBUF) instead of autotuning.
+//   lowat    - TCP_NOTSENT_LOWAT (issue 14): how much not-yet-sent data the kernel may hold. Every
+//              byte it holds is a byte a small message written later waits behind (at 200 Mbit/s
+//              the default 4 MB buffer is 170 ms); kept low, the data waits in wanmpi's queue,
+//              where small messages can pass it. Set by the wan route (core/wan.cpp), which
+//              re-evaluates `auto` from the connection's window as it sends.
 //
 // Threading: the functions are thread-safe; *_from_env() read the tunables (cached).
 #pragma once
@@ -65,6 +70,18 @@ int64_t bdp_buffer(int fd);
 // survives). The peer's kernel answers keepalives even while its rank computes, so a rank that
 // does not call MPI for a long time is never taken for dead. 0: leaves the socket as it is.
 void set_keepalive(int fd, int64_t seconds);
+
+// WANMPI_WAN_NOTSENT_LOWAT in bytes: 0 off (the kernel's default: no limit), -1 auto.
+int64_t notsent_lowat_setting();
+// The connection's congestion window in bytes (cwnd x mss) and its smoothed RTT in us, from
+// TCP_INFO; false if unknown.
+bool socket_window(int fd, uint64_t* bytes, uint32_t* srtt_us);
+// What `auto` sets: the bytes the connection sends in about 2 ms at its window rate
+// (window / srtt), at least 64 KiB (the kernel wakes a writer when the unsent bytes fall to half
+// of it: less leaves too little time to refill on a loaded host), at most 8 MiB.
+int64_t auto_notsent_lowat(uint64_t window_bytes, uint32_t srtt_us);
+// TCP_NOTSENT_LOWAT on `fd` (bytes > 0); 0 or an errno.
+int set_notsent_lowat(int fd, int64_t bytes);
 
 // The congestion control a socket uses (TCP_CONGESTION), e.g. "cubic"; "" if unknown.
 std::string socket_cc(int fd);

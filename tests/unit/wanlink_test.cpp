@@ -170,6 +170,41 @@ TEST(WanlinkStats, TcpInfoOfALiveConnection) {
     ::close(l);
 }
 
+// Issue 14: TCP_NOTSENT_LOWAT (auto: ~2 ms at the window rate, 64 KiB..8 MiB), set and read back
+// on a live connection, whose window socket_window reports.
+TEST(WanlinkTcp, NotsentLowatAutoAndApplied) {
+    EXPECT_EQ(wanlink::auto_notsent_lowat(0, 0), 64 << 10);
+    EXPECT_EQ(wanlink::auto_notsent_lowat(14480, 20000), 64 << 10);        // 10 segments, 20 ms
+    EXPECT_EQ(wanlink::auto_notsent_lowat(25000000, 20000), 2500000);      // 10 Gbit/s x 20 ms
+    EXPECT_EQ(wanlink::auto_notsent_lowat(uint64_t(1) << 36, 1000), 8 << 20);
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(listen(l, 1), 0);
+    ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &al), 0);
+    Sock c;
+    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    int srv = accept(l, nullptr, nullptr);
+    ASSERT_GE(srv, 0);
+    uint64_t win = 0;
+    uint32_t srtt = 0;
+    EXPECT_TRUE(wanlink::socket_window(c.fd, &win, &srtt));
+    EXPECT_GT(win, 0u);
+    EXPECT_GT(srtt, 0u);
+    EXPECT_EQ(wanlink::set_notsent_lowat(c.fd, 65536), 0);
+    int v = 0;
+    socklen_t vl = sizeof v;
+    ASSERT_EQ(getsockopt(c.fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &vl), 0);
+    EXPECT_EQ(v, 65536);
+    EXPECT_NE(wanlink::set_notsent_lowat(-1, 65536), 0);
+    EXPECT_FALSE(wanlink::socket_window(-1, &win, &srtt));
+    ::close(srv);
+    ::close(l);
+}
+
 TEST(WanlinkStats, CsvRoundTrip) {
     wanlink::LinkStat s;
     s.rank = 3;
