@@ -115,13 +115,6 @@ for r in $(seq 1 "$RUNS"); do
 done
 say "load after: $(uptime)"
 
-# m KEY FILEPREFIX: the median over the runs of KEY's value in FILEPREFIX.<run>
-m() {
-    local r
-    for r in $(seq 1 "$RUNS"); do
-        [ -f "$2.$r" ] && kv "$1" "$2.$r"
-    done | median
-}
 tcp_lat=$(m tcp_lat_us "$TMP/tcp")
 tcp_mbit=$(for r in $(seq 1 "$RUNS"); do sed -n 's/.*steady_mbit=\([0-9.]*\).*/\1/p' "$TMP/bulk.$r"; done | median)
 mpis="wanmpi"

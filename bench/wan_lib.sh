@@ -1,4 +1,4 @@
-# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh). Source it
+# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh, compare-lanes.sh). Source it
 # with BENCH_NAME (the script's name, for messages) and OMPI (1: compare with Open MPI) set.
 
 say() { printf '%s\n' "$*" >&2; }
@@ -44,6 +44,11 @@ wan_build_tcp_pingpong() {
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # kv KEY FILE: the value of the first "KEY value ..." line of FILE (the benchmarks' output form).
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+# m KEY FILEPREFIX: the median over runs 1..RUNS of KEY's value in FILEPREFIX.<run>.
+m() {
+    local r
+    for r in $(seq 1 "$RUNS"); do [ -f "$2.$r" ] && kv "$1" "$2.$r"; done | median
+}
 
 # wan_options "OPTS" HELP_LAST_LINE "$@": the options the WAN scripts share, each script naming
 # the ones it takes (of: build delay rate runs quick no-openmpi keep); -h/--help prints the
