@@ -38,6 +38,28 @@ bool kernel_has_rto_min() {
     socklen_t l = sizeof v;
     return getsockopt(s.fd, IPPROTO_TCP, TCP_RTO_MIN_US, &v, &l) == 0;
 }
+// A TCP connection over loopback: c (the connecting end) and srv (the accepted one).
+struct Loopback {
+    Sock c;
+    int l = -1, srv = -1;
+    void open() {
+        l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t al = sizeof a;
+        ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        ASSERT_EQ(listen(l, 1), 0);
+        ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &al), 0);
+        ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        srv = accept(l, nullptr, nullptr);
+        ASSERT_GE(srv, 0);
+    }
+    ~Loopback() {
+        if (srv >= 0) ::close(srv);
+        if (l >= 0) ::close(l);
+    }
+};
 }  // namespace
 
 TEST(WanlinkTcp, ZeroLeavesTheKernelDefault) {
@@ -135,18 +157,10 @@ TEST(WanlinkPacing, BucketHoldsTheRate) {
 }
 
 TEST(WanlinkStats, TcpInfoOfALiveConnection) {
-    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(listen(l, 1), 0);
-    ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &al), 0);
-    Sock c;
-    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    int srv = accept(l, nullptr, nullptr);
-    ASSERT_GE(srv, 0);
+    Loopback lb;
+    ASSERT_NO_FATAL_FAILURE(lb.open());
+    Sock& c = lb.c;
+    const int srv = lb.srv;
     char buf[4096] = {};
     ASSERT_EQ(write(c.fd, buf, sizeof buf), ssize_t(sizeof buf));
     ASSERT_EQ(recv(srv, buf, sizeof buf, MSG_WAITALL), ssize_t(sizeof buf));
@@ -166,8 +180,6 @@ TEST(WanlinkStats, TcpInfoOfALiveConnection) {
         EXPECT_EQ(ti.rtos, 0u);
     }
     EXPECT_FALSE(wanlink::read_tcp_info(-1).ok);
-    ::close(srv);
-    ::close(l);
 }
 
 // Issue 14: TCP_NOTSENT_LOWAT (auto: ~2 ms at the window rate, 64 KiB..8 MiB), set and read back
@@ -177,18 +189,9 @@ TEST(WanlinkTcp, NotsentLowatAutoAndApplied) {
     EXPECT_EQ(wanlink::auto_notsent_lowat(14480, 20000), 64 << 10);        // 10 segments, 20 ms
     EXPECT_EQ(wanlink::auto_notsent_lowat(25000000, 20000), 2500000);      // 10 Gbit/s x 20 ms
     EXPECT_EQ(wanlink::auto_notsent_lowat(uint64_t(1) << 36, 1000), 8 << 20);
-    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(listen(l, 1), 0);
-    ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &al), 0);
-    Sock c;
-    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    int srv = accept(l, nullptr, nullptr);
-    ASSERT_GE(srv, 0);
+    Loopback lb;
+    ASSERT_NO_FATAL_FAILURE(lb.open());
+    Sock& c = lb.c;
     uint64_t win = 0;
     uint32_t srtt = 0;
     EXPECT_TRUE(wanlink::socket_window(c.fd, &win, &srtt));
@@ -201,8 +204,6 @@ TEST(WanlinkTcp, NotsentLowatAutoAndApplied) {
     EXPECT_EQ(v, 65536);
     EXPECT_NE(wanlink::set_notsent_lowat(-1, 65536), 0);
     EXPECT_FALSE(wanlink::socket_window(-1, &win, &srtt));
-    ::close(srv);
-    ::close(l);
 }
 
 TEST(WanlinkStats, CsvRoundTrip) {
