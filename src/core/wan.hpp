@@ -10,12 +10,15 @@
 //   EAGER ctx src tag size [SYNC sreq]   DATA (DATASYNC if synchronous), srqid = sreq, whole
 //                                        message (engine sends eagerly only up to maxlen)
 //   RTS ctx src tag size sreq addr       DATASYNC with the first maxlen bytes (read from addr in
-//                                        this process), pk_msglen = size: IMPI's long message
+//                                        this process; to a wanmpi peer one WANMPI_WAN_FRAGMENT),
+//                                        pk_msglen = size: IMPI's long message
 //   CTS sreq rreq size (receiver)        SYNCACK srqid = sreq, drqid = rreq; the first fragment,
 //                                        kept since the DATASYNC arrived, is handed to the engine
 //                                        as DATA at offset 0
 //   DATA rreq off (sender)               DATA drqid = rreq; the bytes the DATASYNC already
-//                                        carried are skipped
+//                                        carried are skipped; cut into packets of
+//                                        WANMPI_WAN_FRAGMENT bytes that other packets pass
+//                                        (WANMPI_WAN_PRIORITY, wan.cpp)
 //   SYNC_ACK sreq                        SYNCACK srqid = sreq, drqid = 0
 //   CANCEL_REQ / CANCEL_RESP             CANCEL / CANCELYES / CANCELNO
 //   CREDIT, FIN                          nothing (IMPI has its own flow control; no single copy)
