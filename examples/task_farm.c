@@ -29,8 +29,8 @@
  *   -w spin|sleep  how a task spends its duration: spin = busy compute until the duration has
  *               passed on the clock (default; the wall time is exact even when the CPU is shared),
  *               sleep = nanosleep (to emulate more workers than the machine has cores)
- *   -i BYTES    input bytes per task, after the header (default 1024)
- *   -o BYTES    result bytes per task, after the header (default 64)
+ *   -s BYTES    input bytes per task (the task size), after the header (default 1024)
+ *   -r BYTES    result bytes per task, after the header (default 64)
  *   -p PINGS    round trips measured to each worker before the run (default 5; 0: none)
  *   -q          print the summary only (no per-worker lines)
  *   -F dup|corrupt  fault injection for the tests (tests/mp): worker 1 answers its third task
@@ -70,7 +70,7 @@ static void usage_exit(int rank, const char *why) {
     if (rank == 0)
         fprintf(stderr,
                 "task_farm: %s\nusage: task_farm [-k K] [-n N | -T SECONDS] [-t USEC] "
-                "[-w spin|sleep] [-i BYTES] [-o BYTES] [-p PINGS] [-q] [-F dup|corrupt]\n",
+                "[-w spin|sleep] [-s BYTES] [-r BYTES] [-p PINGS] [-q] [-F dup|corrupt]\n",
                 why);
     MPI_Finalize();
     exit(2);
@@ -103,8 +103,8 @@ static struct options parse(int argc, char **argv, int rank) {
         case 'n': o.ntasks = parse_long(v, 1, 1L << 40, rank, "task count"); break;
         case 'T': o.run_s = (double)parse_long(v, 1, 86400, rank, "run time (s)"); break;
         case 't': o.task_us = parse_long(v, 0, 60L * 1000 * 1000, rank, "task time (us)"); break;
-        case 'i': o.in_bytes = parse_long(v, 0, 1L << 30, rank, "input bytes"); break;
-        case 'o': o.out_bytes = parse_long(v, 0, 1L << 30, rank, "result bytes"); break;
+        case 's': o.in_bytes = parse_long(v, 0, 1L << 30, rank, "input bytes"); break;
+        case 'r': o.out_bytes = parse_long(v, 0, 1L << 30, rank, "result bytes"); break;
         case 'p': o.pings = (int)parse_long(v, 0, 1000, rank, "ping count"); break;
         case 'w':
             if (strcmp(v, "spin") == 0) o.sleep_work = 0;
