@@ -92,6 +92,14 @@ rc, kv, out = run(["farm", "-", "--rtt", "0"], farm_out)
 check("--rtt overrides: 24 tasks / 3 workers x 2 ms = 16 ms",
       rc == 0 and abs(kv.get("model_s", 0) - 0.016) < 1e-6, out)
 
+# The task time the workers measured (3 ms, a loaded machine) replaces the 2 ms asked for. Local:
+# 3n ms; remote: 20 + 3n + (ceil(n/4) - 1) x 11: 23..32 (n 1-4), 46 (n 5). At 45.9 ms the workers
+# have 15 + 4 + 4 = 23 results, at 46 ms 15 + 5 + 5 = 25: the 24th is at 46 ms.
+rc, kv, out = run(["farm", "-"], farm_out.replace("[c0:0]  No Errors",
+                                                  "[c0:0] farm_task_measured_us 3000.0"))
+check("measured task time: 46 ms", rc == 0 and abs(kv.get("model_s", 0) - 0.046) < 1e-6, out)
+check("measured task time is said", "asked for 2.00 ms" in out, out)
+
 # --run: the command's output is compared; a failing command is an error (exit 1).
 rc, kv, out = run(["farm", "--run", "--", "sh", "-c", "printf '%s' \"$0\"", farm_out])
 check("--run reads the command's output", rc == 0 and "measured_s" in kv, out)
