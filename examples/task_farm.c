@@ -154,7 +154,10 @@ static uint64_t checksum(const unsigned char *p, long n, uint64_t id) {
     for (long i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
     return h;
 }
-static unsigned char result_byte(uint64_t sum, long i) { return (unsigned char)(sum >> (8 * (i % 8))) ^ (unsigned char)i; }
+/* Byte i of a result's body: a function of the checksum, so the whole body is checked too. */
+static unsigned char result_byte(uint64_t sum, long i) {
+    return (unsigned char)(sum >> (8 * (i % 8))) ^ (unsigned char)i;
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -198,7 +201,8 @@ static int worker(const struct options *o, int rank) {
         MPI_Send(ping, HDR, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
     }
     for (int j = 0; j < k; ++j) {
-        MPI_Irecv(in + j * in_len, (int)in_len, MPI_BYTE, 0, TAG_SLOT0 + j, MPI_COMM_WORLD, &rreq[j]);
+        MPI_Irecv(in + j * in_len, (int)in_len, MPI_BYTE, 0, TAG_SLOT0 + j, MPI_COMM_WORLD,
+                  &rreq[j]);
         sreq[j] = MPI_REQUEST_NULL;
     }
     int open = k;
