@@ -82,15 +82,16 @@ fi
 RUN=cf$$
 wan_tmp farm "$RUN"
 
-# ---- build ----------------------------------------------------------------------------------------
-"$BUILD/bin/mpicc" -O2 -o "$TMP/task_farm.wanmpi" "$ROOT/examples/task_farm.c" 2>>"$TMP/build.log" ||
+# ---- build ---------------------------------------------------------------------------------------
+SRC=$ROOT/examples/task_farm.c
+"$BUILD/bin/mpicc" -O2 -o "$TMP/task_farm.wanmpi" "$SRC" 2>>"$TMP/build.log" ||
     die "building task_farm with wanmpi's mpicc failed: $(cat "$TMP/build.log")"
 if [ $OMPI = 1 ]; then
-    mpicc.openmpi -O2 -o "$TMP/task_farm.openmpi" "$ROOT/examples/task_farm.c" 2>>"$TMP/build.log" ||
+    mpicc.openmpi -O2 -o "$TMP/task_farm.openmpi" "$SRC" 2>>"$TMP/build.log" ||
         die "building task_farm with mpicc.openmpi failed"
 fi
 
-# ---- sites ----------------------------------------------------------------------------------------
+# ---- sites ---------------------------------------------------------------------------------------
 "$W" up --name "$RUN" --clusters 2 --hosts 1 --delay "$DELAY" --rate "$RATE" --watch-pid $$ \
     --quiet || die "wanemu up failed"
 export WANEMU_RUN=$RUN
@@ -113,20 +114,23 @@ run_openmpi() {  # ARGS...
 }
 
 # One line per job in $TMP/results: mpi lanes loss task k run tasks_per_s model_tasks_per_s
+# paper_tasks_per_s
 RES=$TMP/results
 : >"$RES"
 record() {  # FILE MPI LANES LOSS TASK K RUN
-    local f=$1 tps mtps
+    local f=$1 tps mtps ptps
     shift
     if ! grep -q ' No Errors' "$f"; then
         say "$1 (lanes $2) loss $3 % $4 k $5 run $6 failed (see $f)"
-        echo "$* n/a n/a" >>"$RES"
+        echo "$* n/a n/a n/a" >>"$RES"
         return
     fi
     "$MODEL" farm "$f" --rate "$RATE" >"$f.model" 2>&1 || say "wanmpi-model failed on $f"
     tps=$(kv measured_tasks_per_s "$f.model")
     mtps=$(kv model_tasks_per_s "$f.model")
-    echo "$* ${tps:-n/a} ${mtps:-n/a}" >>"$RES"
+    ptps=$(awk -v n="$(kv farm_tasks "$f")" -v s="$(kv paper_s "$f.model")" \
+        'BEGIN { if (s > 0) printf "%.2f", n / s; else print "n/a" }')
+    echo "$* ${tps:-n/a} ${mtps:-n/a} ${ptps:-n/a}" >>"$RES"
 }
 
 say "load before: $(uptime)"
@@ -156,7 +160,8 @@ done
 "$W" set all loss=0% >/dev/null 2>&1
 say "load after: $(uptime)"
 
-# med MPI LANES LOSS TASK K COLUMN: the median over the runs (COLUMN 7 measured, 8 model).
+# med MPI LANES LOSS TASK K COLUMN: the median over the runs (COLUMN 7 measured, 8 model,
+# 9 the paper's formula).
 med() {
     awk -v m="$1" -v l="$2" -v s="$3" -v t="$4" -v k="$5" -v c="$6" \
         '$1 == m && $2 == l && $3 == s && $4 == t && $5 == k && $c != "n/a" { print $c }' "$RES" |
@@ -165,11 +170,12 @@ med() {
 
 echo
 echo "== task farm over two emulated sites: one-way delay $DELAY, rate $RATE; master in c0,"
-echo "   $WORKERS workers in c1; tasks of $IN B in / $OUT B out, work '$WORK', ${SECONDS_} s per job"
-echo "   ($RUNS run(s) per point, medians; load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"
+echo "   $WORKERS workers in c1; tasks of $IN B in / $OUT B out, work '$WORK', ${SECONDS_} s a job"
+echo "   ($RUNS run(s) per point, medians; load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+    "on $(nproc) cores)"
 echo
-printf '%-5s %-6s %-5s %3s %12s %12s %8s %6s %12s %10s\n' loss task lanes k "wanmpi t/s" \
-    "model t/s" "err" "<=20%" "OpenMPI t/s" "wanmpi/OM"
+printf '%-5s %-6s %-7s %3s %11s %10s %6s %6s %10s %11s %9s\n' loss task lanes k "wanmpi t/s" \
+    "model t/s" "err" "<=20%" "paper t/s" "OpenMPI t/s" "wanmpi/OM"
 for loss in $LOSSES; do
     for t in $TASKS; do
         tname=${t%%:*}
@@ -179,19 +185,23 @@ for loss in $LOSSES; do
             for l in $LANES; do
                 w=$(med wanmpi "$l" "$loss" "$tname" "$k" 7)
                 mo=$(med wanmpi "$l" "$loss" "$tname" "$k" 8)
+                pa=$(med wanmpi "$l" "$loss" "$tname" "$k" 9)
                 awk -v loss="$loss%" -v t="$tname" -v l="$l" -v k="$k" -v w="$w" -v m="$mo" \
-                    -v o="$o" 'BEGIN {
+                    -v o="$o" -v pa="$pa" 'BEGIN {
                     err = "n/a"; ok = ""; r = "n/a"
                     if (w != "n/a" && m != "n/a" && w > 0) {
                         e = (m - w) / w; err = sprintf("%+.0f%%", 100 * e)
                         ok = (e <= 0.2 && e >= -0.2) ? "met" : "NOT"
                     }
                     if (w != "n/a" && o != "n/a" && o > 0) r = sprintf("%.2f", w / o)
-                    printf "%-5s %-6s %-5s %3s %12s %12s %8s %6s %12s %10s\n", loss, t, l, k, w, m, err, ok, o, r }'
+                    printf "%-5s %-6s %-7s %3s %11s %10s %6s %6s %10s %11s %9s\n", loss, t, l,
+                        k, w, m, err, ok, pa, o, r }'
             done
         done
     done
 done
 echo
 echo "  err = (model - measured) / measured tasks/s of wanmpi; the model has no loss term (at 1-2 %"
-echo "  loss it is the loss-free bound). Raw outputs: $TMP $([ $KEEP = 1 ] || echo '(removed; --keep keeps them)')"
+echo "  loss it is the loss-free bound). paper: LAM-SCTP's formula, each worker's tasks as its k"
+echo "  (docs/user-guide.md). Raw outputs: $TMP"
+[ $KEEP = 1 ] || echo "  (removed; --keep keeps them)"
