@@ -206,7 +206,6 @@ static int worker(const struct options *o, int rank) {
         sreq[j] = MPI_REQUEST_NULL;
     }
     int open = k;
-    long served = 0;
     uint64_t first_id = 0, first_sum = 0;
     while (open > 0) {
         int j;
@@ -235,17 +234,17 @@ static int worker(const struct options *o, int rank) {
          * the result arrives, and that task must find a receive waiting. */
         MPI_Wait(&sreq[j], MPI_STATUS_IGNORE);
         unsigned char *r = out + j * out_len;
-        if (served++ == 0) {
+        if (tasks_served == 1) {
             first_id = id;
             first_sum = sum;
-        } else if (served == 3 && rank == 1 && o->fault == FAULT_DUP) {
+        } else if (tasks_served == 3 && rank == 1 && o->fault == FAULT_DUP) {
             id = first_id;
             sum = first_sum;
         }
         put64(r, id);
         put64(r + 8, sum);
         for (long i = 0; i < o->out_bytes; ++i) r[HDR + i] = result_byte(sum, i);
-        if (served == 3 && rank == 1 && o->fault == FAULT_CORRUPT) put64(r + 8, sum ^ 1);
+        if (tasks_served == 3 && rank == 1 && o->fault == FAULT_CORRUPT) put64(r + 8, sum ^ 1);
         MPI_Irecv(t, (int)in_len, MPI_BYTE, 0, TAG_SLOT0 + j, MPI_COMM_WORLD, &rreq[j]);
         MPI_Isend(r, (int)out_len, MPI_BYTE, 0, TAG_SLOT0 + j, MPI_COMM_WORLD, &sreq[j]);
     }
