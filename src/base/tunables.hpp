@@ -9,6 +9,12 @@
 // Registration happens during static initialisation into a function-local registry (so order
 // between translation units does not matter). `get()` parses the environment on first call and
 // caches; it is safe to call from any thread after static initialisation.
+//
+// Changing a value after start: only tunables declared `runtime` (the code rereads them at each
+// use, so a new value takes effect at the next call; their doc says when) may be assigned, by
+// MPI_T_cvar_write (core/mpi_t.cpp), which holds the API lock while it assigns. Every other
+// tunable is read once and kept (often in a function-local static), so assigning it later would
+// change what wanmpi-info and MPI_T show without changing what the library does.
 #pragma once
 
 #include <atomic>
@@ -33,9 +39,16 @@ struct TunableInfo {
     std::string doc;
     Level level;
     bool agree;             // every rank of a job must use the same value
+    bool runtime;           // may be assigned while the job runs (MPI_T control variable write)
+    // For a string tunable that takes one of a fixed set of names: the names (MPI_T shows it as
+    // an enumeration). Empty for free text. Set during static initialisation only.
+    std::vector<std::string> choices;
     // Current value as text (what the environment sets, or the default).
     std::string (*current)(const void* self);
     const void* self;
+    // Parses `text` as this tunable's type and makes it the value; false (nothing changed) on
+    // malformed text. Only for `runtime` tunables; the caller serialises against get().
+    bool (*assign)(const void* self, const std::string& text);
 };
 
 // All registered tunables, sorted by env name.
@@ -75,7 +88,8 @@ template <class T>
 class Tunable {
 public:
     Tunable(const char* component, const char* name, T def, const char* doc,
-            Level level = Level::user, const char* alias = nullptr, bool agree = false)
+            Level level = Level::user, const char* alias = nullptr, bool agree = false,
+            bool runtime = false)
         : def_(def) {
         info_.component = component;
         info_.name = name;
@@ -86,10 +100,18 @@ public:
         info_.doc = doc;
         info_.level = level;
         info_.agree = agree;
+        info_.runtime = runtime;
         info_.current = [](const void* p) {
             return detail::to_text(static_cast<const Tunable<T>*>(p)->get());
         };
         info_.self = this;
+        // const_cast: only reached for `runtime` tunables, which are never declared const.
+        info_.assign = [](const void* p, const std::string& text) {
+            T v{};
+            if (!detail::from_text(text, v)) return false;
+            const_cast<Tunable<T>*>(static_cast<const Tunable<T>*>(p))->set(v);
+            return true;
+        };
         register_tunable(&info_);
     }
     Tunable(const Tunable&) = delete;
@@ -110,6 +132,8 @@ public:
     // Tests and tools may override the value after start (not thread-safe against get()).
     void set(const T& v) { get(); value_ = v; }
     const TunableInfo& info() const { return info_; }
+    // The names a string tunable takes (TunableInfo::choices); during static initialisation.
+    void set_choices(std::vector<std::string> names) { info_.choices = std::move(names); }
     const T& default_value() const { return def_; }
 
 private:

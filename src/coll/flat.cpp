@@ -48,7 +48,7 @@ FORCE(t_scan, "SCAN", "MPI_Scan/Iscan");
 FORCE(t_exscan, "EXSCAN", "MPI_Exscan/Iexscan");
 #undef FORCE
 
-const base::Tunable<std::string>* const kForce[kKinds] = {
+base::Tunable<std::string>* const kForce[kKinds] = {
     &t_barrier, &t_bcast, &t_gather, &t_gatherv, &t_scatter, &t_scatterv, &t_allgather,
     &t_allgatherv, &t_alltoall, &t_alltoallv, &t_alltoallw, &t_reduce, &t_allreduce,
     &t_reduce_scatter, &t_reduce_scatter_block, &t_scan, &t_exscan};
@@ -72,8 +72,9 @@ base::Tunable<int64_t> t_bcast_linear_procs(
     "sends to everyone; no rank waits for another to forward).", base::Level::tuner, nullptr,
     true);
 base::Tunable<int64_t> t_bcast_segment(
-    "COLL", "BCAST_SEGMENT", 65536, "MPI_Bcast pipeline algorithm: bytes per segment.",
-    base::Level::tuner, nullptr, true);
+    "COLL", "BCAST_SEGMENT", 65536,
+    "MPI_Bcast pipeline algorithm: bytes per segment. Writable through MPI_T: broadcasts started "
+    "afterwards use the new value.", base::Level::tuner, nullptr, true, true);
 base::Tunable<int64_t> t_gather_linear(
     "COLL", "GATHER_LINEAR", 32768,
     "MPI_Gather/Scatter: from this many bytes per rank on, the linear algorithm (the root talks "
@@ -429,6 +430,18 @@ const Algo kAlgos[] = {
     {Kind::exscan, "linear", 0, w_exscan_linear, "chain: prefix from rank-1, result to rank+1"},
 };
 // clang-format on
+
+// The names each COLL_<KIND> tunable takes (MPI_T shows them as an enumeration): auto and the
+// algorithms of its kind, in the table's order.
+const bool kForceChoices = [] {
+    for (int i = 0; i < kKinds; ++i) {
+        std::vector<std::string> names{"auto"};
+        for (const Algo& al : kAlgos)
+            if (int(al.kind) == i) names.emplace_back(al.name);
+        kForce[i]->set_choices(std::move(names));
+    }
+    return true;
+}();
 
 const Algo* find(Kind k, const char* name) {
     for (const Algo& al : kAlgos)

@@ -50,26 +50,30 @@ namespace {
 base::Tunable<bool> t_enable(
     "COLL", "IMPI", true,
     "Use the multi-cluster (IMPI master-based) collective algorithms on communicators that span "
-    "several clusters; off: the single-cluster algorithms everywhere (for comparisons).",
-    base::Level::tuner, nullptr, true);
+    "several clusters; off: the single-cluster algorithms everywhere (for comparisons). Writable "
+    "through MPI_T: communicators created afterwards follow the new value.",
+    base::Level::tuner, nullptr, true, true);
 
 // Overrides of the negotiated values, for tests and experiments (every rank must set the same).
 base::Tunable<int64_t> t_xsize(
     "COLL", "IMPI_XSIZE", -1,
     "Multi-cluster collectives: short/long cut-over in bytes instead of the negotiated "
-    "IMPI_C_COLL_XSIZE (-1: the negotiated value).", base::Level::developer, nullptr, true);
+    "IMPI_C_COLL_XSIZE (-1: the negotiated value). Writable through MPI_T: communicators "
+    "created afterwards use the new value.", base::Level::developer, nullptr, true, true);
 base::Tunable<int64_t> t_maxlinear(
     "COLL", "IMPI_MAXLINEAR", -1,
     "Multi-cluster collectives: largest number of clusters whose global phase is linear, instead "
-    "of the negotiated IMPI_C_COLL_MAXLINEAR (-1: the negotiated value); above it, trees.",
-    base::Level::developer, nullptr, true);
+    "of the negotiated IMPI_C_COLL_MAXLINEAR (-1: the negotiated value); above it, trees. "
+    "Writable through MPI_T: communicators created afterwards use the new value.",
+    base::Level::developer, nullptr, true, true);
 
 base::Tunable<bool> t_barrier_direct(
     "COLL", "IMPI_BARRIER_DIRECT", false,
     "Multi-cluster MPI_Barrier: the masters' global phase as one all-to-all round of zero-byte "
     "messages (1 one-way WAN delay) instead of IMPI's gather to master 0 and release (2 one-way "
-    "delays). Every cluster must use the same setting; off keeps IMPI's message pattern.",
-    base::Level::tuner, nullptr, true);
+    "delays). Every cluster must use the same setting; off keeps IMPI's message pattern. "
+    "Writable through MPI_T (on every rank alike): barriers started afterwards use it.",
+    base::Level::tuner, nullptr, true, true);
 
 constexpr uint32_t kTags = 4;  // tags reserved per call: one per phase
 enum Phase { P_LOCAL_IN = 0, P_GLOBAL = 1, P_LOCAL_OUT = 2, P_EXTRA = 3 };
@@ -795,7 +799,8 @@ base::Tunable<int64_t> t_paced_min(
     "Rate-managed collectives (with WANMPI_WAN_RATE): Alltoall(v/w) and Allgather(v) calls in "
     "which a rank receives at least this many bytes pace its WAN sockets to its share of the "
     "link (rate / concurrent WAN senders of its cluster) for the call; smaller calls are left "
-    "alone. -1: never.", base::Level::tuner, nullptr, true);
+    "alone. -1: never. Writable through MPI_T: calls started afterwards use the new value.",
+    base::Level::tuner, nullptr, true, true);
 
 int impi_wan_senders(Module* mod, const Args& a, int* flows, int* index) {
     const Topo& t = static_cast<ImpiModule*>(mod)->t;

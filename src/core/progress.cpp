@@ -141,6 +141,7 @@ static base::Tunable<std::string> t_bind(
     "Bind each rank to one core: auto (when this host has more than one rank and no more ranks "
     "than usable cores, and the affinity was not restricted already) or none.",
     base::Level::user);
+static const bool t_bind_named = (t_bind.set_choices({"auto", "none"}), true);
 
 void bind_once() {
     static bool tried = false;

@@ -119,6 +119,7 @@ base::Tunable<std::string> t_segment(
     "/dev/shm), shm_open (job-unique /dev/shm name, unlinked once every peer mapped it), or auto "
     "(memfd when the kernel permits it, else shm_open).",
     base::Level::tuner);
+const bool t_segment_named = (t_segment.set_choices({"auto", "memfd", "shm_open"}), true);
 base::Tunable<bool> t_cma(
     "SHM", "CMA", true,
     "Single-copy reads of large messages from a peer's memory (process_vm_readv). Off, or not "

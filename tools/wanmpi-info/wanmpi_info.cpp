@@ -32,17 +32,20 @@ static void markdown() {
     std::puts("Every tunable is an environment variable. `mpirun` forwards all `WANMPI_*` and "
               "`IMPI_*` variables to the ranks. Levels: *user* (safe to change), *tuner* "
               "(performance), *developer* (debugging). \"Agree\" means every rank of a job must "
-              "use the same value.\n");
-    std::puts("| variable | type | default | level | agree | description |");
-    std::puts("|---|---|---|---|---|---|");
+              "use the same value. \"Runtime\" means the value may also be changed while the "
+              "job runs, through the MPI_T control variable of the same name (docs/mpi_t.md); "
+              "the others are read once at start.\n");
+    std::puts("| variable | type | default | level | agree | runtime | description |");
+    std::puts("|---|---|---|---|---|---|---|");
     for (auto* t : all_tunables()) {
         std::string name = "`" + t->env + "`";
         if (!t->alias.empty() && t->alias != t->env) name += " (also `" + t->alias + "`)";
         std::string doc = t->doc;
         for (auto& c : doc)
             if (c == '|') c = '/';
-        std::printf("| %s | %s | `%s` | %s | %s | %s |\n", name.c_str(), t->type.c_str(),
-                    t->def.c_str(), level_name(t->level), t->agree ? "yes" : "no", doc.c_str());
+        std::printf("| %s | %s | `%s` | %s | %s | %s | %s |\n", name.c_str(), t->type.c_str(),
+                    t->def.c_str(), level_name(t->level), t->agree ? "yes" : "no",
+                    t->runtime ? "yes" : "no", doc.c_str());
     }
 }
 
@@ -51,8 +54,9 @@ static void tunables() {
         std::string cur = t->current(t->self);
         std::printf("%s = %s", t->env.c_str(), cur.c_str());
         if (cur != t->def) std::printf("   (default %s)", t->def.c_str());
-        std::printf("\n    [%s, %s%s%s%s]\n    %s\n", t->type.c_str(), level_name(t->level),
+        std::printf("\n    [%s, %s%s%s%s%s]\n    %s\n", t->type.c_str(), level_name(t->level),
                     t->agree ? ", all ranks must agree" : "",
+                    t->runtime ? ", changeable at runtime (MPI_T)" : "",
                     t->alias.empty() || t->alias == t->env ? "" : ", also read as ",
                     t->alias.empty() || t->alias == t->env ? "" : t->alias.c_str(), t->doc.c_str());
     }
