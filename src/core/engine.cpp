@@ -63,6 +63,7 @@ static base::Tunable<int64_t> t_spin_us(
     base::Level::tuner);
 
 Engine* g = nullptr;
+EnginePvars g_pvars;
 
 // ---- unexpected-message records -------------------------------------------------------------
 // An unexpected message costs a record and, for an eager one, a payload buffer. Allocating both
@@ -252,11 +253,13 @@ void Engine::posted_append(Request* r) {
     if (posted_tail) posted_tail->next = r;
     else posted_head = r;
     posted_tail = r;
+    g_pvars.posted.inc();
 }
 void Engine::posted_unlink(Request* r) {
     if (r->prev) r->prev->next = r->next;
     else if (posted_head == r) posted_head = r->next;
     else return;  // not in the list
+    g_pvars.posted.dec();
     if (r->next) r->next->prev = r->prev;
     else posted_tail = r->prev;
     r->next = r->prev = nullptr;
@@ -267,8 +270,10 @@ void Engine::unexp_append(Unexp* u) {
     if (unexp_tail) unexp_tail->next = u;
     else unexp_head = u;
     unexp_tail = u;
+    g_pvars.unexp.inc();
 }
 void Engine::unexp_unlink(Unexp* u) {
+    g_pvars.unexp.dec();
     if (u->prev) u->prev->next = u->next;
     else unexp_head = u->next;
     if (u->next) u->next->prev = u->prev;
@@ -397,6 +402,7 @@ int Engine::start_send(Request* r) {
         pack(*r->dt, r->buf, r->count, r->pack_buf);
         payload = r->pack_buf;
     }
+    count_sent(w, r->bytes);
     Hdr h;
     h.ctx = r->ctx;
     h.src = r->comm->rank;
@@ -492,6 +498,7 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
     if (res == SendResult::done) {
         g->credit[w] -= cost;
         g->owed[w] = 0;
+        g->count_sent(w, bytes);
         *sent = true;
     }
     return MPI_SUCCESS;
@@ -700,6 +707,7 @@ void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t le
     Inbound& in = inbound[peer];
     switch (h.type) {
     case F_EAGER:
+        count_recv(peer, int64_t(len));
         if (in.kind == Inbound::Kind::direct) {
             deliver_eager(in.req, data, int64_t(len), peer, h.flags & FL_SYNC, h.sreq);
         } else if (in.kind == Inbound::Kind::unexp) {
@@ -713,6 +721,7 @@ void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t le
         }
         break;
     case F_RTS:
+        count_recv(peer, int64_t(h.size));
         if (Request* r = match_posted(h.ctx, h.src, h.tag)) {
             rndv_recv(r, peer, h.sreq, h.addr, int64_t(h.size));
         } else {
@@ -1117,9 +1126,16 @@ int engine_init(int required, int* provided) {
     g->inbound.resize(n);
     g->dead.assign(n, 0);
     g->dead_why.assign(n, "");
+    g->route_kind.assign(n, kRouteSelf);
     for (int r = 0; r < n; ++r) {
         Transport* t = by_name[route_name[r]];
         g->route[r] = t;
+        const RouteKind k = route_name[r] == "wan" ? kRouteWan
+                            : route_name[r] == "tcp" ? kRouteTcp
+                            : route_name[r] == "shm" ? kRouteShm
+                                                     : kRouteSelf;
+        g->route_kind[r] = k;
+        g_pvars.route[k].peers.add(1);
         if (route_name[r] == "wan") {
             // IMPI: short messages eagerly up to the negotiated maxlen, under IMPI's own flow
             // control (hiwater/ackmark) instead of the engine's eager credit.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/engine.hpp"
+#include "core/pvars.hpp"
 #include "runtime/impi_startup.hpp"
 #include "runtime/pmi_client.hpp"
 #include "transport/transport.hpp"
@@ -103,6 +104,7 @@ public:
     std::string hostname;
     std::vector<std::unique_ptr<Transport>> transports;
     std::vector<Transport*> route;       // per world rank
+    std::vector<RouteKind> route_kind;   // per world rank: which MPI_T counters its messages add to
     std::vector<int> host_of;            // per world rank
     std::vector<int64_t> eager_max;      // per world rank
     std::vector<int64_t> credit;         // bytes I may still send eagerly to each peer
@@ -174,6 +176,17 @@ public:
         }
         owed[peer] += n;
         if (owed[peer] >= credit_due_at) credit_due = true;
+    }
+    // A message to / from world rank `w` started / arrived (MPI_T counters, core/pvars.hpp).
+    void count_sent(int w, int64_t bytes) {
+        RouteCounters& c = g_pvars.route[route_kind[size_t(w)]];
+        c.msgs_sent.add(1);
+        c.bytes_sent.add(uint64_t(bytes));
+    }
+    void count_recv(int w, int64_t bytes) {
+        RouteCounters& c = g_pvars.route[route_kind[size_t(w)]];
+        c.msgs_recv.add(1);
+        c.bytes_recv.add(uint64_t(bytes));
     }
     void maybe_complete(Request* r);
     void finish(Request* r);
