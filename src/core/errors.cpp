@@ -93,6 +93,23 @@ const ClassText kClasses[] = {
     {MPI_ERR_PROC_ABORTED, "Process aborted"},
     {MPI_ERR_VALUE_TOO_LARGE, "Value too large for the output argument"},
     {MPIX_ERR_PROC_FAILED, "Process failed"},
+    {MPI_T_ERR_NOT_INITIALIZED, "The tools interface is not initialized (MPI_T_init_thread)"},
+    {MPI_T_ERR_CANNOT_INIT, "The tools interface cannot be initialized"},
+    {MPI_T_ERR_NOT_ACCESSIBLE, "Tools interface: not accessible"},
+    {MPI_T_ERR_INVALID_INDEX, "Tools interface: invalid or out-of-range index"},
+    {MPI_T_ERR_INVALID_ITEM, "Tools interface: invalid enumeration item index"},
+    {MPI_T_ERR_INVALID_SESSION, "Tools interface: invalid performance variable session"},
+    {MPI_T_ERR_INVALID_HANDLE, "Tools interface: invalid handle"},
+    {MPI_T_ERR_OUT_OF_HANDLES, "Tools interface: no more handles available"},
+    {MPI_T_ERR_OUT_OF_SESSIONS, "Tools interface: no more sessions available"},
+    {MPI_T_ERR_CVAR_SET_NOT_NOW, "Tools interface: the control variable cannot be set now"},
+    {MPI_T_ERR_CVAR_SET_NEVER, "Tools interface: the control variable cannot be set at runtime"},
+    {MPI_T_ERR_PVAR_NO_WRITE, "Tools interface: the performance variable cannot be written or reset"},
+    {MPI_T_ERR_PVAR_NO_STARTSTOP, "Tools interface: the performance variable cannot be started or stopped"},
+    {MPI_T_ERR_PVAR_NO_ATOMIC, "Tools interface: the performance variable cannot be read and reset atomically"},
+    {MPI_T_ERR_INVALID_NAME, "Tools interface: no variable or category of that name"},
+    {MPI_T_ERR_INVALID, "Tools interface: invalid use or invalid argument"},
+    {MPI_T_ERR_NOT_SUPPORTED, "Tools interface: not supported"},
 };
 }  // namespace
 
