@@ -209,6 +209,11 @@ std::mutex& lock() {
 
 bool active() { return g_refs > 0; }
 
+int answer(int rc) {
+    std::lock_guard<std::mutex> g(lock());
+    return active() ? rc : MPI_T_ERR_NOT_INITIALIZED;
+}
+
 void copy_string(const std::string& s, char* buf, int* len) {
     if (!len) return;
     if (*len == 0 || !buf) {
@@ -287,11 +292,7 @@ int T_enum_get_item(MPI_T_enum enumtype, int index, int* value, char* name, int*
 
 // ---- control variables ------------------------------------------------------------------------
 int T_cvar_get_num(int* num_cvar) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!num_cvar) return MPI_T_ERR_INVALID;
-    *num_cvar = int(tables().cvars.size());
-    return MPI_SUCCESS;
+    return get_num(num_cvar, [] { return int(tables().cvars.size()); });
 }
 
 int T_cvar_get_info(int cvar_index, char* name, int* name_len, int* verbosity,
@@ -387,11 +388,7 @@ int T_cvar_write(MPI_T_cvar_handle handle, const void* buf) {
 
 // ---- categories -------------------------------------------------------------------------------
 int T_category_get_num(int* num_cat) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!num_cat) return MPI_T_ERR_INVALID;
-    *num_cat = int(tables().cats.size());
-    return MPI_SUCCESS;
+    return get_num(num_cat, [] { return int(tables().cats.size()); });
 }
 
 int T_category_get_info(int cat_index, char* name, int* name_len, char* desc, int* desc_len,
@@ -461,11 +458,7 @@ int T_category_get_events(int cat_index, int len, int indices[]) {
 }
 
 int T_category_changed(int* update_number) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!update_number) return MPI_T_ERR_INVALID;
-    *update_number = 0;  // the tables never change after they are built
-    return MPI_SUCCESS;
+    return get_num(update_number, [] { return 0; });  // the tables never change once built
 }
 
 // ---- event sources and events -----------------------------------------------------------------
@@ -473,82 +466,48 @@ int T_category_changed(int* update_number) {
 // is therefore out of range (MPI_T_ERR_INVALID_INDEX), no registration can be allocated, so a
 // registration argument is always invalid (MPI_T_ERR_INVALID_HANDLE), and the instance calls,
 // legal only inside an event callback that never runs, return MPI_T_ERR_INVALID.
-int T_source_get_num(int* num_sources) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!num_sources) return MPI_T_ERR_INVALID;
-    *num_sources = 0;
-    return MPI_SUCCESS;
-}
+int T_source_get_num(int* num_sources) { return get_num(num_sources, [] { return 0; }); }
 int T_source_get_info(int, char*, int*, char*, int*, MPI_T_source_order*, MPI_Count*, MPI_Count*,
                       MPI_Info*) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID_INDEX;
+    return answer(MPI_T_ERR_INVALID_INDEX);
 }
-int T_source_get_timestamp(int, MPI_Count*) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID_INDEX;
-}
-int T_event_get_num(int* num_events) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!num_events) return MPI_T_ERR_INVALID;
-    *num_events = 0;
-    return MPI_SUCCESS;
-}
+int T_source_get_timestamp(int, MPI_Count*) { return answer(MPI_T_ERR_INVALID_INDEX); }
+int T_event_get_num(int* num_events) { return get_num(num_events, [] { return 0; }); }
 int T_event_get_info(int, char*, int*, int*, MPI_Datatype[], MPI_Aint[], int*, MPI_T_enum*,
                      MPI_Info*, char*, int*, int*) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID_INDEX;
+    return answer(MPI_T_ERR_INVALID_INDEX);
 }
 int T_event_get_index(const char* name, int*) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return name ? MPI_T_ERR_INVALID_NAME : MPI_T_ERR_INVALID;
+    return answer(name ? MPI_T_ERR_INVALID_NAME : MPI_T_ERR_INVALID);
 }
 int T_event_handle_alloc(int, void*, MPI_Info, MPI_T_event_registration*) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID_INDEX;
+    return answer(MPI_T_ERR_INVALID_INDEX);
 }
-
-namespace {
-int no_registration() {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID_HANDLE;
+int T_event_handle_set_info(MPI_T_event_registration, MPI_Info) {
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
-int no_instance() {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    return MPI_T_ERR_INVALID;
+int T_event_handle_get_info(MPI_T_event_registration, MPI_Info*) {
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
-}  // namespace
-
-int T_event_handle_set_info(MPI_T_event_registration, MPI_Info) { return no_registration(); }
-int T_event_handle_get_info(MPI_T_event_registration, MPI_Info*) { return no_registration(); }
 int T_event_register_callback(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info, void*,
                               MPI_T_event_cb_function*) {
-    return no_registration();
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
 int T_event_callback_set_info(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info) {
-    return no_registration();
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
 int T_event_callback_get_info(MPI_T_event_registration, MPI_T_cb_safety, MPI_Info*) {
-    return no_registration();
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
 int T_event_handle_free(MPI_T_event_registration, void*, MPI_T_event_free_cb_function*) {
-    return no_registration();
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
 int T_event_set_dropped_handler(MPI_T_event_registration, MPI_T_event_dropped_cb_function*) {
-    return no_registration();
+    return answer(MPI_T_ERR_INVALID_HANDLE);
 }
-int T_event_read(MPI_T_event_instance, int, void*) { return no_instance(); }
-int T_event_copy(MPI_T_event_instance, void*) { return no_instance(); }
-int T_event_get_timestamp(MPI_T_event_instance, MPI_Count*) { return no_instance(); }
-int T_event_get_source(MPI_T_event_instance, int*) { return no_instance(); }
+int T_event_read(MPI_T_event_instance, int, void*) { return answer(MPI_T_ERR_INVALID); }
+int T_event_copy(MPI_T_event_instance, void*) { return answer(MPI_T_ERR_INVALID); }
+int T_event_get_timestamp(MPI_T_event_instance, MPI_Count*) { return answer(MPI_T_ERR_INVALID); }
+int T_event_get_source(MPI_T_event_instance, int*) { return answer(MPI_T_ERR_INVALID); }
 
 }  // namespace wanmpi::impl

@@ -37,6 +37,19 @@ bool active();
 // most *len - 1 characters and the terminator, and set *len to what was written.
 void copy_string(const std::string& s, char* buf, int* len);
 
+// The body of every MPI_T_*_get_num call: `*out = count()` under lock(), once initialized.
+template <class F>
+int get_num(int* out, F count) {
+    std::lock_guard<std::mutex> g(lock());
+    if (!active()) return MPI_T_ERR_NOT_INITIALIZED;
+    if (!out) return MPI_T_ERR_INVALID;
+    *out = count();
+    return MPI_SUCCESS;
+}
+
+// `rc` once initialized (the calls whose answer does not depend on their arguments).
+int answer(int rc);
+
 // An enumeration that lives as long as the process (MPI_T_enum values point to these).
 wanmpi_t_enum_s* make_enum(std::string name, std::vector<std::pair<int, std::string>> items);
 bool valid_enum(MPI_T_enum e);

@@ -272,13 +272,7 @@ using Guard = std::lock_guard<std::mutex>;
     if (handle != MPI_T_PVAR_ALL_HANDLES && !(h = find(session, handle)))           \
         return MPI_T_ERR_INVALID_HANDLE
 
-int T_pvar_get_num(int* num_pvar) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!num_pvar) return MPI_T_ERR_INVALID;
-    *num_pvar = pvar_count();
-    return MPI_SUCCESS;
-}
+int T_pvar_get_num(int* num_pvar) { return get_num(num_pvar, pvar_count); }
 
 int T_pvar_get_info(int pvar_index, char* name, int* name_len, int* verbosity, int* var_class,
                     MPI_Datatype* datatype, MPI_T_enum* enumtype, char* desc, int* desc_len,
@@ -363,30 +357,41 @@ int T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle* handle) {
     return MPI_SUCCESS;
 }
 
-int T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+namespace {
+// start / stop / reset of one handle, or with MPI_T_PVAR_ALL_HANDLES of every handle of the
+// session that allows it. `refused(v)`: the variable does not allow the operation, which is
+// then the error `why` for one handle and a skip for ALL_HANDLES.
+int on_handles(MPI_T_pvar_session session, MPI_T_pvar_handle handle, bool (*refused)(const Pvar&),
+               int why, void (*op)(wanmpi_t_pvar_handle_s*)) {
     Guard g(lock());
     MPIT_SESSION_HANDLE(session, handle, h);
     if (!h) {
         for (auto& x : session->handles)
-            if (!pvars()[size_t(x->index)].continuous) start(x.get());
+            if (!refused(pvars()[size_t(x->index)])) op(x.get());
         return MPI_SUCCESS;
     }
-    if (pvars()[size_t(h->index)].continuous) return MPI_T_ERR_PVAR_NO_STARTSTOP;
-    start(h);
+    if (refused(pvars()[size_t(h->index)])) return why;
+    op(h);
     return MPI_SUCCESS;
+}
+bool continuous(const Pvar& v) { return v.continuous; }
+bool readonly(const Pvar& v) { return v.readonly; }
+void reset(wanmpi_t_pvar_handle_s* h) {
+    const Pvar& v = pvars()[size_t(h->index)];
+    assign(h, v.queue ? v.queue->len.get() : 0);
+}
+}  // namespace
+
+int T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+    return on_handles(session, handle, continuous, MPI_T_ERR_PVAR_NO_STARTSTOP, start);
 }
 
 int T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-    Guard g(lock());
-    MPIT_SESSION_HANDLE(session, handle, h);
-    if (!h) {
-        for (auto& x : session->handles)
-            if (!pvars()[size_t(x->index)].continuous) stop(x.get());
-        return MPI_SUCCESS;
-    }
-    if (pvars()[size_t(h->index)].continuous) return MPI_T_ERR_PVAR_NO_STARTSTOP;
-    stop(h);
-    return MPI_SUCCESS;
+    return on_handles(session, handle, continuous, MPI_T_ERR_PVAR_NO_STARTSTOP, stop);
+}
+
+int T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+    return on_handles(session, handle, readonly, MPI_T_ERR_PVAR_NO_WRITE, reset);
 }
 
 int T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void* buf) {
@@ -405,26 +410,6 @@ int T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const voi
     if (pvars()[size_t(h->index)].readonly) return MPI_T_ERR_PVAR_NO_WRITE;
     if (!buf) return MPI_T_ERR_INVALID;
     assign(h, *static_cast<const unsigned long long*>(buf));
-    return MPI_SUCCESS;
-}
-
-namespace {
-void reset(wanmpi_t_pvar_handle_s* h) {
-    const Pvar& v = pvars()[size_t(h->index)];
-    assign(h, v.queue ? v.queue->len.get() : 0);
-}
-}  // namespace
-
-int T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
-    Guard g(lock());
-    MPIT_SESSION_HANDLE(session, handle, h);
-    if (!h) {
-        for (auto& x : session->handles)
-            if (!pvars()[size_t(x->index)].readonly) reset(x.get());
-        return MPI_SUCCESS;
-    }
-    if (pvars()[size_t(h->index)].readonly) return MPI_T_ERR_PVAR_NO_WRITE;
-    reset(h);
     return MPI_SUCCESS;
 }
 
