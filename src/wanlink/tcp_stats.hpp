@@ -2,7 +2,8 @@
 // each way) and what the kernel knows (TCP_INFO: retransmissions, timeouts, RTT, window,
 // delivery and pacing rate). TCP_INFO is one getsockopt, read when asked (at MPI_Finalize for
 // WANMPI_WAN_STATS), never per message; the counters are plain adds on the send/receive path.
-// The record is where MPI_T performance variables will read from (issue 15).
+// MPI_T reads the same records, summed per rank, as the wan_link_* performance variables
+// (core/mpi_t_pvar.cpp).
 //
 // Threading: read_tcp_info is thread-safe; a LinkCounters belongs to its connection's owner.
 #pragma once
