@@ -241,10 +241,6 @@ bool valid_enum(MPI_T_enum e) {
 
 namespace wanmpi::impl {
 using namespace wanmpi::core::mpit;
-using Guard = std::lock_guard<std::mutex>;
-
-#define MPIT_CHECK_INIT() \
-    if (!active()) return MPI_T_ERR_NOT_INITIALIZED
 
 // ---- setup ----------------------------------------------------------------------------------
 int T_init_thread(int required, int* provided) {
@@ -315,15 +311,22 @@ int T_cvar_get_info(int cvar_index, char* name, int* name_len, int* verbosity,
     return MPI_SUCCESS;
 }
 
-int T_cvar_get_index(const char* name, int* cvar_index) {
+namespace {
+// MPI_T_{cvar,category}_get_index: look `name` up in one of the tables' name maps.
+int index_of(const std::map<std::string, int> Tables::*names, const char* name, int* index) {
     Guard g(lock());
     MPIT_CHECK_INIT();
-    if (!name || !cvar_index) return MPI_T_ERR_INVALID;
-    auto& tb = tables();
-    auto it = tb.cvar_index.find(name);
-    if (it == tb.cvar_index.end()) return MPI_T_ERR_INVALID_NAME;
-    *cvar_index = it->second;
+    if (!name || !index) return MPI_T_ERR_INVALID;
+    const auto& m = tables().*names;
+    auto it = m.find(name);
+    if (it == m.end()) return MPI_T_ERR_INVALID_NAME;
+    *index = it->second;
     return MPI_SUCCESS;
+}
+}  // namespace
+
+int T_cvar_get_index(const char* name, int* cvar_index) {
+    return index_of(&Tables::cvar_index, name, cvar_index);
 }
 
 int T_cvar_handle_alloc(int cvar_index, void* /*obj_handle: no cvar binds to an object*/,
@@ -415,14 +418,7 @@ int T_category_get_num_events(int cat_index, int* num_events) {
 }
 
 int T_category_get_index(const char* name, int* cat_index) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
-    if (!name || !cat_index) return MPI_T_ERR_INVALID;
-    auto& tb = tables();
-    auto it = tb.cat_index.find(name);
-    if (it == tb.cat_index.end()) return MPI_T_ERR_INVALID_NAME;
-    *cat_index = it->second;
-    return MPI_SUCCESS;
+    return index_of(&Tables::cat_index, name, cat_index);
 }
 
 namespace {

@@ -37,6 +37,11 @@ bool active();
 // most *len - 1 characters and the terminator, and set *len to what was written.
 void copy_string(const std::string& s, char* buf, int* len);
 
+using Guard = std::lock_guard<std::mutex>;
+// The first lines of an MPI_T entry point, after taking lock().
+#define MPIT_CHECK_INIT() \
+    if (!::wanmpi::core::mpit::active()) return MPI_T_ERR_NOT_INITIALIZED
+
 // The body of every MPI_T_*_get_num call: `*out = count()` under lock(), once initialized.
 template <class F>
 int get_num(int* out, F count) {

@@ -260,10 +260,6 @@ void free_all_sessions() {
 
 namespace wanmpi::impl {
 using namespace wanmpi::core::mpit;
-using Guard = std::lock_guard<std::mutex>;
-
-#define MPIT_CHECK_INIT() \
-    if (!active()) return MPI_T_ERR_NOT_INITIALIZED
 // Validates session and handle; `h` is null for MPI_T_PVAR_ALL_HANDLES.
 #define MPIT_SESSION_HANDLE(session, handle, h)                                     \
     MPIT_CHECK_INIT();                                                              \

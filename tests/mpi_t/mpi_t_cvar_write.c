@@ -103,12 +103,7 @@ int main(int argc, char **argv)
     OK(MPI_T_pvar_session_free(&ses));
     OK(MPI_T_finalize());
     free(buf);
-    int total = 0;
-    MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (total) printf(" Found %d errors\n", total);
-        else printf(" No Errors\n");
-    }
+    int rc = mpit_done(1);
     MPI_Finalize();
-    return total != 0;
+    return rc;
 }

@@ -89,12 +89,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     list_cvars(me == 0);
     OK(MPI_T_finalize());
-    int total = 0;
-    MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0) {
-        if (total) printf(" Found %d errors\n", total);
-        else printf(" No Errors\n");
-    }
+    int rc = mpit_done(1);
     MPI_Finalize();
-    return total != 0;
+    return rc;
 }

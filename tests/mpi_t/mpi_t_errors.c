@@ -206,7 +206,5 @@ int main(int argc, char **argv)
     OK(MPI_T_cvar_get_num(&n));
     OK(MPI_T_finalize());
     not_initialized();
-    if (errs) printf(" Found %d errors\n", errs);
-    else printf(" No Errors\n");
-    return errs != 0;
+    return mpit_done(0);
 }

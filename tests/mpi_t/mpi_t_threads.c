@@ -77,7 +77,5 @@ int main(int argc, char **argv)
     OK(MPI_T_pvar_session_free(&s));
     OK(MPI_T_finalize());
     MPI_Finalize();
-    if (errs) printf(" Found %d errors\n", errs);
-    else printf(" No Errors\n");
-    return errs != 0;
+    return mpit_done(0);
 }

@@ -45,4 +45,17 @@ static inline int cvar_index(const char *name)
     return i;
 }
 
+/* The end of a test: the errors of every rank of MPI_COMM_WORLD (or, after MPI_Finalize, of
+ * this process: in_mpi 0) summed, " No Errors" or the count on rank 0; the exit status. */
+static inline int mpit_done(int in_mpi)
+{
+    int total = errs;
+    if (in_mpi) MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) {
+        if (total) printf(" Found %d errors\n", total);
+        else printf(" No Errors\n");
+    }
+    return total != 0;
+}
+
 #endif
