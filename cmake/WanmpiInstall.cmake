@@ -58,7 +58,7 @@ function(_wanmpi_install_finish)
     set_target_properties(wanmpi_static PROPERTIES OUTPUT_NAME wanmpi LINKER_LANGUAGE CXX)
     target_include_directories(wanmpi_static INTERFACE
       $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include> $<INSTALL_INTERFACE:include>)
-    target_link_libraries(wanmpi_static INTERFACE Threads::Threads OpenSSL::SSL OpenSSL::Crypto stdc++ m)
+    target_link_libraries(wanmpi_static INTERFACE Threads::Threads OpenSSL::SSL OpenSSL::Crypto PkgConfig::ZSTD stdc++ m)
     install(TARGETS wanmpi_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   endif()
 
@@ -76,7 +76,7 @@ includedir=\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}
 URL: https://github.com/wanmpi/wanmpi
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lwanmpi
-Libs.private: -lssl -lcrypto -lstdc++ -lpthread -lm
+Libs.private: -lssl -lcrypto -lzstd -lstdc++ -lpthread -lm
 ")
   file(WRITE ${_pc_dir}/wanmpi.pc "${_head}
 Name: wanmpi
@@ -110,7 +110,7 @@ Description: MPI for Fortran: mpif.h and use mpi (wanmpi; no mpi_f08)
 Version: ${PROJECT_VERSION}
 Cflags: -I\${includedir} ${WANMPI_FORTRAN_MISMATCH_FLAG}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lwanmpi
-Libs.private: -lssl -lcrypto -lstdc++ -lpthread -lm
+Libs.private: -lssl -lcrypto -lzstd -lstdc++ -lpthread -lm
 ")
   install(FILES ${_pc_dir}/wanmpi.pc ${_pc_dir}/mpi.pc ${_pc_dir}/mpi-c.pc ${_pc_dir}/mpi-cxx.pc
                 ${_pc_dir}/mpi-fort.pc
