@@ -12,6 +12,9 @@
 //            translated by it; drqid -> bytes of a long message the DATASYNC already carried.
 //   recvs  - srqid -> the first fragment of a long message (kept until the engine matches it);
 //            drqid -> offset/wanted bytes of a long message being received.
+//   zstd   - a DATA/DATASYNC payload may travel compressed (wanlink/compress.hpp, negotiated per
+//            link; impi_wire.hpp compressed_mark): compress_out just before the packet's first
+//            byte is written, inflate when its last byte was read.
 // Request ids are the engine's wire ids (generation << 32 | index), unique among active
 // requests, which is what IMPI asks of pk_srqid / pk_drqid.
 //
@@ -150,7 +153,74 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
     default:  // CREDIT (IMPI flow control replaces it), FIN (no single copy across clusters)
         return false;
     }
+    // Each packet's payload is compressed on its own (a fragment of a long message too), so
+    // rendezvous, flow control, replay and impi-relay see whole IMPI packets as before.
+    o.zcand = p.zstd && (pk.type == impi::PK_DATA || pk.type == impi::PK_DATASYNC) &&
+              o.len >= zpol_.min_bytes;
     impi::encode_packet(pk, o.hdr);
+    return true;
+}
+
+uint64_t Wan::link_rate(Peer& p) {
+    if (rate_) return rate_;  // this rank's share of WANMPI_WAN_RATE (set_rate)
+    if (uint64_t r = wanlink::wan_rate_Bps()) return r;
+    // Measured: the connection's delivery rate. A sender busy compressing is app-limited and
+    // its samples fall below what the link can do, which would argue for ever more
+    // compression: keep the best recent sample, decaying slowly.
+    const int64_t now = base::now_ns();
+    if (now - p.link_at >= 100000000) {
+        p.link_at = now;
+        const wanlink::TcpInfo t = wanlink::read_tcp_info(p.fd);
+        if (t.ok) p.link_Bps = std::max(t.delivery_Bps, p.link_Bps - p.link_Bps / 8);
+    }
+    return p.link_Bps;
+}
+
+void Wan::compress_out(Peer& p, Out& o) {
+    if (!o.zcand) return;
+    o.zcand = false;
+    const uint64_t n = o.len;
+    const int level = zpol_.level;
+    const bool automatic = zpol_.mode == wanlink::CompressPolicy::automatic;
+    if (automatic && n > wanlink::Compressor::kSampleChunk * wanlink::Compressor::kSampleChunks &&
+        !wanlink::worth_compressing(zc_.sample_ratio(o.payload, n, level), double(link_rate(p)),
+                                    zc_.speed_Bps()))
+        return;
+    // Room for less than the raw bytes: zstd gives up (0) when the output would not be smaller
+    // (auto: 10 % smaller, what its rule asked for), and the packet goes as it is.
+    const size_t cap = automatic ? size_t(n - n / 10) : size_t(n - 1);
+    std::unique_ptr<char[]> buf(new char[cap]);
+    const size_t c = zc_.compress(o.payload, size_t(n), buf.get(), cap, level);
+    if (c == 0) return;
+    // A small payload compressed whole (no sample): the rate part of auto's rule still applies.
+    if (automatic && !wanlink::worth_compressing(double(c) / double(n), double(link_rate(p)),
+                                                 zc_.speed_Bps()))
+        return;
+    o.own = std::move(buf);
+    o.payload = o.own.get();
+    o.len = c;
+    impi::mark_compressed(o.hdr, uint32_t(c), uint32_t(n));
+    p.ctr.z_raw_sent += n;
+    p.ctr.z_sent += c;
+}
+
+bool Wan::inflate(Peer& p) {
+    if (!p.zin) return true;
+    p.zin = false;
+    const uint64_t raw = p.pk.len;
+    char* out = p.dst;
+    if (p.elen != raw) {  // a truncating receive takes only the first elen bytes
+        p.zraw.resize(raw);
+        out = p.zraw.data();
+    }
+    const std::string e = zd_.run(p.zbuf.data(), size_t(p.wlen), out, size_t(raw));
+    if (!e.empty()) {
+        fail(p, "malformed compressed IMPI payload from " + peer_name(p.rank) + ": " + e);
+        return false;
+    }
+    if (out != p.dst) std::memcpy(p.dst, out, p.elen);
+    p.ctr.z_recv += p.wlen;
+    p.ctr.z_raw_recv += raw;
     return true;
 }
 
@@ -164,6 +234,7 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
     Out o;
     if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
     p.sent++;  // every translated frame is a counted packet
+    compress_out(p, o);
     // Write what the socket (and the pacer) takes now; keep a copy of the rest.
     uint64_t total = sizeof o.hdr + o.len;
     size_t allowed = paced(size_t(total));
@@ -192,7 +263,7 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
         return SendResult::done;
     }
     o.off = uint64_t(n);
-    if (o.len) {
+    if (o.len && !o.own) {
         o.own.reset(new char[o.len]);
         std::memcpy(o.own.get(), o.payload, o.len);
         o.payload = o.own.get();
@@ -335,7 +406,14 @@ int Wan::write_some(Peer& p) {
         if (p.resume && p.log.full() && p.wire.front().off == 0 && !p.wire.front().is_ack) break;
         iovec iov[32];
         int n = 0;
+        size_t queued = 0;
         for (auto it = p.wire.begin(); it != p.wire.end() && n < 31; ++it) {
+            if (it->zcand) {
+                // Compress just ahead of the socket, not the whole queue before the first byte.
+                if (n > 0 && queued >= kStage) break;
+                compress_out(p, *it);
+            }
+            queued += size_t(sizeof it->hdr + it->len - it->off);
             uint64_t off = it->off;
             if (off < sizeof it->hdr) {
                 iov[n++] = {it->hdr + off, size_t(sizeof it->hdr - off)};
@@ -398,6 +476,23 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
     if (!err.empty()) {
         fail(p, "malformed IMPI packet from " + peer_name(p.rank) + ": " + err);
         return;
+    }
+    p.wlen = p.pk.len;
+    p.zin = false;
+    uint32_t raw = 0;
+    std::string zerr;
+    if (impi::compressed_len(p.pk, maxlen_, &raw, &zerr)) {
+        if (!p.zstd) {
+            fail(p, "IMPI packet from " + peer_name(p.rank) + " is marked compressed on a "
+                    "connection that did not negotiate compression");
+            return;
+        }
+        if (!zerr.empty()) {
+            fail(p, "malformed compressed IMPI packet from " + peer_name(p.rank) + ": " + zerr);
+            return;
+        }
+        p.zin = true;
+        p.pk.len = raw;  // from here on, the packet's length is the raw one
     }
     const Packet& pk = p.pk;
     p.got = 0;
@@ -549,15 +644,18 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
     if (p.down || p.suspended) return 0;
     while (p.alive && !p.down && budget > 0) {
         if (rpos_ == rend_) {
-            // Big payload still to come: read it straight into its destination.
-            uint64_t need = p.in_payload ? p.pk.len - p.got : 0;
-            if (p.in_payload && p.dst && p.got < p.elen && p.elen - p.got >= kStage / 2) {
-                ssize_t n = io_recv(p, p.dst + p.got, size_t(std::min(p.elen - p.got, budget)));
+            // Big payload still to come: read it straight into its destination (a compressed
+            // one into its staging buffer).
+            char* to = p.zin ? p.zbuf.data() : p.dst;
+            const uint64_t cap = p.zin ? p.wlen : p.elen;
+            if (p.in_payload && to && p.got < cap && cap - p.got >= kStage / 2) {
+                ssize_t n = io_recv(p, to + p.got, size_t(std::min(cap - p.got, budget)));
                 if (n > 0) {
                     p.ctr.bytes_recv += uint64_t(n);
                     p.got += uint64_t(n);
                     budget -= std::min<uint64_t>(budget, uint64_t(n));
-                    if (p.got == p.pk.len) {
+                    if (p.got == p.wlen) {
+                        if (!inflate(p)) break;
                         on_packet_done(p, sink);
                         handled++;
                     }
@@ -567,7 +665,6 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
                 goto error;
             }
-            (void)need;
             ssize_t n = io_recv(p, rbuf_.data(), rbuf_.size());
             if (n == 0) goto eof;
             if (n < 0) {
@@ -588,22 +685,29 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 if (p.hdr_got < sizeof p.hdr) break;
                 on_packet_header(p, sink);
                 if (!p.alive) break;
+                if (p.zin) {  // a compressed payload nobody wants is skipped, not decoded
+                    if (p.dst && p.elen) p.zbuf.resize(p.wlen);
+                    else p.zin = false;
+                }
                 p.ctr.msgs_recv++;
                 p.in_payload = true;
-                if (!impi::packet_has_payload(p.pk.type) || p.pk.len == 0) {
+                if (!impi::packet_has_payload(p.pk.type) || p.wlen == 0) {
                     on_packet_done(p, sink);
                     handled++;
                 }
                 continue;
             }
-            uint64_t take = std::min<uint64_t>(rend_ - rpos_, p.pk.len - p.got);
-            if (p.dst && p.got < p.elen) {
-                uint64_t in = std::min(take, p.elen - p.got);
-                std::memcpy(p.dst + p.got, rbuf_.data() + rpos_, in);
+            uint64_t take = std::min<uint64_t>(rend_ - rpos_, p.wlen - p.got);
+            char* to = p.zin ? p.zbuf.data() : p.dst;
+            const uint64_t cap = p.zin ? p.wlen : p.elen;
+            if (to && p.got < cap) {
+                uint64_t in = std::min(take, cap - p.got);
+                std::memcpy(to + p.got, rbuf_.data() + rpos_, in);
             }
             rpos_ += take;
             p.got += take;
-            if (p.got == p.pk.len) {
+            if (p.got == p.wlen) {
+                if (!inflate(p)) break;
                 on_packet_done(p, sink);
                 handled++;
             }

@@ -25,6 +25,7 @@
 #include "core/engine_impl.hpp"
 #include "core/wan.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/compress.hpp"
 #include "wanlink/handshake.hpp"
 #include "wanlink/pacer.hpp"
 #include "wanlink/replay.hpp"
@@ -49,6 +50,10 @@ struct Out {
     bool counted = true;          // counts for flow control
     bool is_ack = false;          // PK_WAN_ACK
     bool bulk = false;            // a cut of granted long-message DATA (Peer::bulk)
+    // A DATA/DATASYNC payload that may go compressed (wanlink/compress.hpp): decided and done
+    // just before its first byte is written (Wan::compress_out), so that compressing one
+    // packet overlaps with the kernel sending the ones before it.
+    bool zcand = false;
 };
 
 // The DATA of a long message that the receiver granted (its SYNCACK came), as the engine posted
@@ -110,6 +115,15 @@ struct Peer {
     char* dst = nullptr;                   // where payload bytes [0, elen) go
     uint64_t got = 0;                      // payload bytes of the packet read so far
     enum class In : uint8_t { eager, data, first, discard } mode = In::discard;
+    // Compression (negotiated at the dance: both HELLOs had kFlagZstd). A compressed packet's
+    // pk.len is rewritten to its raw length on arrival: everything above works on raw
+    // lengths; `wlen` is what follows on the wire, read into `zbuf` and decoded at its end.
+    bool zstd = false;
+    bool zin = false;          // the packet being read is compressed (and wanted)
+    uint64_t wlen = 0;         // payload bytes of the packet being read, on the wire
+    std::vector<char> zbuf, zraw;
+    uint64_t link_Bps = 0;     // TCP_INFO delivery rate, for `auto` (refreshed every 100 ms)
+    int64_t link_at = 0;
     std::vector<char> tmp;
     std::vector<char> first_buf;
     std::map<uint64_t, SendState> sends;
@@ -189,6 +203,8 @@ public:
     Wan(const impi::Job& job, int me, std::vector<base::Fd> conns, const std::vector<int>& peers,
         WanLinks links)
         : job_(job), me_(me), links_(std::move(links)) {
+        // Validated at start-up (impi_startup.cpp refuses a malformed value); off if not.
+        if (!wanlink::compress_policy(&zpol_).ok()) zpol_.mode = wanlink::CompressPolicy::off;
         maxlen_ = job.maxlen;
         hiwater_ = std::max<uint32_t>(1, job.hiwater);
         ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
@@ -209,6 +225,7 @@ public:
             if (size_t(r) < links_.results.size()) {
                 p.resume = links_.results[size_t(r)].resume && reconnect_ms_ > 0;
                 p.want_tls = links_.results[size_t(r)].tls;
+                p.zstd = links_.results[size_t(r)].compress && zpol_.mode != wanlink::CompressPolicy::off;
             }
             if (size_t(r) < links_.tls.size()) p.tls = std::move(links_.tls[size_t(r)]);
             base::set_nonblock(p.fd, true);
@@ -507,6 +524,12 @@ private:
         return true;
     }
     int write_some(Peer& p);
+    // Compression (wanlink/compress.hpp): compress_out decides for a candidate packet about to
+    // be written, and replaces its payload and header by the compressed ones if it goes
+    // compressed; inflate decodes a compressed packet just read (false: the peer failed).
+    void compress_out(Peer& p, Out& o);
+    uint64_t link_rate(Peer& p);
+    bool inflate(Peer& p);
     void share_caps();
     int read_some(Peer& p, transport::RecvSink& sink);
     void on_packet_header(Peer& p, transport::RecvSink& sink);
@@ -653,6 +676,9 @@ private:
     bool pacing_said_ = false;
     bool lowat_said_ = false;
     size_t rr_ = 0;            // first peer served by the next progress(): the budget is shared
+    wanlink::CompressPolicy zpol_;
+    wanlink::Compressor zc_;
+    wanlink::Decompressor zd_;
     std::vector<char> rbuf_;
     size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
 };

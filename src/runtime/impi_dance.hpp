@@ -76,6 +76,7 @@ struct LinkResult {
     bool ext = false;     // the handshake ran (else a plain IMPI connection)
     bool tls = false;     // TLS 1.3 must follow, with this key
     bool resume = false;  // both can resume the stream after a reconnect
+    bool compress = false;  // both take zstd payloads (wanlink/compress.hpp)
     wanlink::Key psk{};
 };
 

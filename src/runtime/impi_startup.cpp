@@ -5,6 +5,7 @@
 
 #include "base/log.hpp"
 #include "base/tunables.hpp"
+#include "wanlink/compress.hpp"
 
 namespace wanmpi::impi {
 
@@ -153,6 +154,8 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
     DanceConfig dc = opt.dance;
     // Security: which connections run wanmpi's link handshake, and what they demand.
     if (!(s = wanlink::wan_security(&r.security)).ok()) return s;
+    wanlink::CompressPolicy zp;
+    if (!(s = wanlink::compress_policy(&zp)).ok()) return s;
     {
         std::vector<uint8_t> sn;
         auto v = kvs.get(p + "-session");
@@ -164,7 +167,8 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         if (secret.set()) r.link.key = wanlink::link_key(secret, r.link.session.data());
         r.link.flags = uint8_t((r.security != wanlink::Security::none ? wanlink::kFlagAuth : 0) |
                                (r.security == wanlink::Security::tls ? wanlink::kFlagTls : 0) |
-                               (wanlink::reconnect_ms() > 0 ? wanlink::kFlagResume : 0));
+                               (wanlink::reconnect_ms() > 0 ? wanlink::kFlagResume : 0) |
+                               (zp.mode != wanlink::CompressPolicy::off ? wanlink::kFlagZstd : 0));
     }
     std::vector<DancePeer> peers;
     for (size_t hh = 0; hh < r.job.hosts.size(); ++hh) {

@@ -98,6 +98,30 @@ void encode_packet(const Packet& p, uint8_t o[kPacketHeader]) {
     put_be64(o + 120, 0);
 }
 
+void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len) {
+    put_be32(hdr + 4, wire_len);
+    put_be64(hdr + 120, compressed_mark(raw_len));
+}
+
+bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err) {
+    if ((p.reserved >> 32) != (kZstdMark >> 32)) return false;
+    const uint32_t raw = uint32_t(p.reserved);
+    err->clear();
+    if (!packet_has_payload(p.type))
+        *err = "a packet of type " + std::to_string(p.type) + " marked compressed";
+    else if (p.len == 0 || p.len >= raw)
+        *err = "a compressed payload of " + std::to_string(p.len) + " bytes for " +
+               std::to_string(raw) + " raw bytes (it must be shorter)";
+    else if (raw > maxlen)
+        *err = "a compressed payload of " + std::to_string(raw) +
+               " raw bytes exceeds the negotiated maximum of " + std::to_string(maxlen);
+    else if (raw > p.msglen)
+        *err = "a compressed payload of " + std::to_string(raw) +
+               " raw bytes exceeds its message length " + std::to_string(p.msglen);
+    *raw_len = raw;
+    return true;
+}
+
 std::string decode_packet(const uint8_t in[kPacketHeader], uint64_t maxlen, Packet* p) {
     p->type = get_be32(in);
     if (p->type > PK_FINI && p->type != PK_WAN_ACK) return "unknown packet type " + std::to_string(p->type);

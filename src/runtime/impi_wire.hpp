@@ -111,4 +111,21 @@ void encode_packet(const Packet& p, uint8_t out[kPacketHeader]);
 std::string decode_packet(const uint8_t in[kPacketHeader], uint64_t maxlen, Packet* p);
 bool packet_has_payload(uint32_t type);
 
+// wanmpi extension (only between two wanmpi hosts whose link handshake set kFlagZstd on both
+// sides, wanlink/compress.hpp): a DATA/DATASYNC packet whose payload is one zstd frame.
+// pk_reserved (IMPI: "reserved, 0") = "ZSTD" in its high 4 bytes and the payload's length before
+// compression in its low 4; pk_len is the compressed length, which is what follows on the wire.
+// Every other field keeps its meaning for the uncompressed payload. A compressed payload is
+// always shorter than the raw one, so pk_len <= the raw length <= IMPI_C_DATALEN and
+// <= pk_msglen still hold: impi-relay, which checks those and forwards the payload untouched,
+// passes it on as it is.
+constexpr uint64_t kZstdMark = uint64_t(0x5A535444) << 32;  // "ZSTD"
+inline uint64_t compressed_mark(uint32_t raw_len) { return kZstdMark | raw_len; }
+// Turns an encoded DATA/DATASYNC header (pk_len = raw_len) into that of its compressed form.
+void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len);
+// For a received packet: false if it is not marked compressed (raw_len untouched); else true,
+// raw_len = the length before compression, and `err` says what is wrong with the mark ("" if
+// nothing: marked on a data packet, 0 < pk_len < raw_len <= maxlen and <= pk_msglen).
+bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err);
+
 }  // namespace wanmpi::impi

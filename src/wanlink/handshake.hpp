@@ -25,7 +25,8 @@
 //          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 pay_left |
 //          nonce[32]
 //   flags: bit0 this side requires auth, bit1 wants TLS, bit2 can resume (replay), bit3 this
-//          side holds a job secret, bit5 this side is an impi-relay on the inner leg of a
+//          side holds a job secret, bit4 takes and may send zstd-compressed payloads
+//          (wanlink/compress.hpp; both must set it), bit5 this side is an impi-relay on the inner leg of a
 //          relayed pair (the connection stays inside the relay's cluster: no TLS on it; the
 //          relay encrypts the outer leg). K is the secret's key when both hold one, else the
 //          key of the empty secret; a side that requires auth refuses a peer without the secret.
@@ -89,11 +90,12 @@ enum HelloFlags : uint8_t {
     kFlagTls = 2,
     kFlagResume = 4,
     kFlagKeyed = 8,
+    kFlagZstd = 16,
     kFlagInner = 32,
 };
 // The flags that describe the two hosts' streams rather than one connection: a relay carries
 // them from one leg to the other.
-constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume;
+constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume | kFlagZstd;
 struct Hello {
     uint8_t flags = 0;
     uint8_t kind = 0;  // 0 at the dance, 1 reconnect

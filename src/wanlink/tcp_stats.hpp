@@ -16,6 +16,9 @@ namespace wanmpi::wanlink {
 struct LinkCounters {
     uint64_t bytes_sent = 0, bytes_recv = 0;  // everything written/read on the socket
     uint64_t msgs_sent = 0, msgs_recv = 0;    // packets (IMPI: one per header)
+    // Compression (compress.hpp): payload bytes that went compressed, before and after, each
+    // way (bytes_sent/_recv count the compressed ones).
+    uint64_t z_raw_sent = 0, z_sent = 0, z_raw_recv = 0, z_recv = 0;
 };
 
 struct TcpInfo {
@@ -43,7 +46,8 @@ struct LinkStat {
 };
 // The CSV header and one row, in the order of the header (bench/compare-pacing.sh reads them):
 // rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,msgs_recv,
-// retrans,rtos,rtt_us,delivery_bps,pacing_bps   (rates in bits/s; rtos empty when unknown)
+// retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv
+// (rates in bits/s; rtos empty when unknown)
 std::string csv_header();
 std::string csv_row(const LinkStat& s);
 // Parses csv_row's output back (rank 0 gathers rows as text). False on malformed input.

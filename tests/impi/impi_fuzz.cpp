@@ -21,7 +21,10 @@
 //   link         wanmpi's link handshake (wanlink/handshake.hpp) as a host accepts it: HELLO
 //                decode/encode round trip, and an acceptor that never lets forged bytes in;
 //   relay_labels impi-relay's start-up label rewriting (relay_outward_contribution,
-//                relay_inward_reply) on random data, masks and per-client counts.
+//                relay_inward_reply) on random data, masks and per-client counts;
+//   zstd         a compressed DATA packet as a wanmpi host reads it (issue 14): the header's mark
+//                (compressed_len), then the payload through wanlink::Decompressor into exactly
+//                the announced raw length, guard bytes around it.
 //
 // Two drivers over the same targets:
 //   - this file's gtest cases (always built, run in ctest): a deterministic-seed mutation fuzzer
@@ -59,6 +62,7 @@
 #include "synthetic_tables.hpp"
 #include "relay_fixture.hpp"
 #include "runtime/impi_wire.hpp"
+#include "wanlink/compress.hpp"
 #include "wanlink/handshake.hpp"
 
 #ifndef WANMPI_LIBFUZZER
@@ -598,6 +602,29 @@ void fuzz_relay_labels(const uint8_t* p, size_t n) {
 }
 
 // ================================================================================================
+// zstd: header (128 bytes) + payload, as Wan::on_packet_header / inflate take them.
+// ================================================================================================
+
+void fuzz_zstd(const uint8_t* p, size_t n) {
+    const char* t = "zstd";
+    if (n < kPacketHeader) return;
+    constexpr uint64_t kMax = 1 << 16;
+    Packet q;
+    if (!decode_packet(p, kMax, &q).empty()) return;
+    uint32_t raw = 0;
+    std::string err;
+    if (!compressed_len(q, kMax, &raw, &err) || !err.empty()) return;
+    FUZZ_CHECK(t, q.len > 0 && q.len < raw && raw <= kMax && raw <= q.msglen);
+    const size_t have = std::min<size_t>(q.len, n - kPacketHeader);  // a short read: EOF
+    static wanlink::Decompressor d;
+    constexpr size_t kGuard = 32;
+    std::vector<uint8_t> out(raw + 2 * kGuard, 0xA5);
+    (void)d.run(p + kPacketHeader, have, out.data() + kGuard, raw);
+    for (size_t i = 0; i < kGuard; ++i)
+        FUZZ_CHECK(t, out[i] == 0xA5 && out[kGuard + raw + i] == 0xA5);
+}
+
+// ================================================================================================
 // The mutation engine of the gtest driver.
 // ================================================================================================
 
@@ -667,7 +694,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
     const uint8_t* p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 8) {
+    switch (data[0] % 9) {
     case 0: fuzz_collate(p, n); break;
     case 1:  // the next byte: 1 or 2 clients (with 2, a real client 1 is already waiting)
         if (n >= 1) fuzz_server(p + 1, n - 1, 1 + (p[0] & 1));
@@ -677,7 +704,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4: fuzz_relay_codecs(p, n); break;
     case 5: fuzz_relay_rewrite(p, n); break;
     case 6: fuzz_link(p, n); break;
-    default: fuzz_relay_labels(p, n); break;
+    case 7: fuzz_relay_labels(p, n); break;
+    default: fuzz_zstd(p, n); break;
     }
     return 0;
 }
@@ -954,6 +982,36 @@ TEST_F(ImpiFuzz, RelayLabels) {
         fuzz_relay_labels(in.data(), in.size());
     }
     EXPECT_GT(inward_ok, 5000);
+}
+
+TEST_F(ImpiFuzz, ZstdPayloads) {
+    std::mt19937_64 rng(20261126);
+    // Seeds: compressible payloads of a few kinds, compressed and marked as the sender does.
+    std::vector<Bytes> seeds;
+    wanlink::Compressor c;
+    for (int k = 0; k < 6; ++k) {
+        Bytes raw(1000 + rng() % 30000);
+        for (size_t i = 0; i < raw.size(); ++i)
+            raw[i] = k % 3 == 0 ? 0 : k % 3 == 1 ? uint8_t(i % 97) : uint8_t(rng() % 4);
+        Bytes z(raw.size());
+        size_t zn = c.compress(raw.data(), raw.size(), z.data(), z.size() - 1, 1 + k % 3);
+        ASSERT_GT(zn, 0u);
+        Packet p;
+        p.type = k % 2 ? PK_DATA : PK_DATASYNC;
+        p.len = uint32_t(raw.size());
+        p.msglen = raw.size() + rng() % 1000;
+        Bytes b(kPacketHeader);
+        encode_packet(p, b.data());
+        mark_compressed(b.data(), uint32_t(zn), uint32_t(raw.size()));
+        b.insert(b.end(), z.begin(), z.begin() + long(zn));
+        seeds.push_back(std::move(b));
+    }
+    const std::vector<size_t> starts = {4, 72, 120, 124, kPacketHeader};
+    for (int i = 0; i < 20000; ++i) {
+        Bytes in = seeds[size_t(i) % seeds.size()];
+        if (i % 8 != 0) in = mutate(in, starts, rng);
+        fuzz_zstd(in.data(), in.size());
+    }
 }
 
 #endif

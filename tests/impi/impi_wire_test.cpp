@@ -2,9 +2,14 @@
 // run over a fixed number of random and mutated inputs (deterministic seed, a few seconds).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
+#include <tuple>
 
+#include "base/codec.hpp"
 #include "runtime/impi_wire.hpp"
+
+namespace base = wanmpi::base;
 
 using namespace wanmpi::impi;
 
@@ -90,6 +95,48 @@ TEST(ImpiWire, DecoderRejectsBadPackets) {
     b[7] = 128;  // LAM's len on control packets: ignored
     EXPECT_EQ(decode_packet(b, 1024, &q), "");
     EXPECT_EQ(q.len, 0u);
+}
+
+// The compressed-payload mark (wanmpi extension, pk_reserved): written by mark_compressed,
+// recognised and checked by compressed_len.
+TEST(ImpiWire, CompressedMark) {
+    Packet p;
+    p.type = PK_DATASYNC;
+    p.len = 4096;
+    p.msglen = 100000;
+    uint8_t b[kPacketHeader];
+    encode_packet(p, b);
+    Packet q;
+    uint32_t raw = 7;
+    std::string err;
+    ASSERT_EQ(decode_packet(b, 65536, &q), "");
+    EXPECT_FALSE(compressed_len(q, 65536, &raw, &err));  // pk_reserved 0: not compressed
+    EXPECT_EQ(raw, 7u);
+    mark_compressed(b, 300, 4096);
+    EXPECT_EQ(base::get_be32(b + 4), 300u);
+    EXPECT_EQ(std::memcmp(b + 120, "ZSTD", 4), 0);
+    ASSERT_EQ(decode_packet(b, 65536, &q), "");
+    EXPECT_EQ(q.len, 300u);
+    EXPECT_TRUE(compressed_len(q, 65536, &raw, &err));
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(raw, 4096u);
+    // What a receiver must refuse: no shorter than raw, empty, raw above maxlen or the message,
+    // a control packet marked.
+    for (auto [len, r, maxlen, msglen] :
+         {std::tuple{4096u, 4096u, 65536u, 100000u}, std::tuple{0u, 4096u, 65536u, 100000u},
+          std::tuple{300u, 70000u, 65536u, 100000u}, std::tuple{300u, 4096u, 65536u, 4000u}}) {
+        Packet x = q;
+        x.len = len;
+        x.msglen = msglen;
+        x.reserved = compressed_mark(r);
+        EXPECT_TRUE(compressed_len(x, maxlen, &raw, &err));
+        EXPECT_NE(err, "") << len << " " << r;
+    }
+    Packet c;
+    c.type = PK_PROTOACK;
+    c.reserved = compressed_mark(100);
+    EXPECT_TRUE(compressed_len(c, 65536, &raw, &err));
+    EXPECT_NE(err, "");
 }
 
 // Fuzz target: any 128 bytes decode to either an error or a packet whose payload length is

@@ -279,6 +279,22 @@ TEST(RelayRewrite, StreamAcksOnlyOnResumablePairs) {
     EXPECT_EQ(pay, 0u);
 }
 
+// A compressed payload (impi_wire.hpp compressed_mark) passes like any other: the relay checks
+// pk_len (the compressed length) against the limits, forwards that many payload bytes, and
+// leaves the mark in pk_reserved as it is; only the proc ids change.
+TEST(RelayRewrite, CompressedPacketPassesWithItsMark) {
+    World w = world3();
+    const RelayMap& m = w.map;
+    Bytes b = hdr_bytes(packet(PK_DATA, m.in.procs[3].id, m.in.procs[0].id, 4096));
+    mark_compressed(b.data(), 321, 4096);
+    Bytes want = hdr_bytes(packet(PK_DATA, m.out.procs[3].id, m.out.procs[0].id, 4096));
+    mark_compressed(want.data(), 321, 4096);
+    uint64_t pay = 0;
+    EXPECT_EQ(relay_rewrite(m, 2, 0, true, b.data(), &pay), "");
+    EXPECT_EQ(pay, 321u);
+    EXPECT_EQ(b, want);
+}
+
 TEST(RelayRewrite, FiniPassesUntouched) {
     World w = world3();
     Proc zero{HostId{}, -1};

@@ -214,7 +214,7 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.host = "10.0.0.1";
     s.peer_host = "10.0.1,2";  // a comma must not break the row
     s.cc = "cubic";
-    s.c = {100, 200, 3, 4};
+    s.c = {100, 200, 3, 4, 50, 10, 60, 12};
     s.tcp.retrans = 5;
     s.tcp.rtos = 2;
     s.tcp.has_rtos = true;
@@ -222,20 +222,23 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.tcp.delivery_Bps = 1000;
     s.tcp.max_pacing_Bps = 3000;
     const std::string row = wanlink::csv_row(s);
-    EXPECT_EQ(row, "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000");
+    EXPECT_EQ(row, "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12");
     wanlink::LinkStat back;
     ASSERT_TRUE(wanlink::parse_csv_row(row, &back));
     EXPECT_EQ(back.peer_rank, 7);
     EXPECT_EQ(back.c.bytes_recv, 200u);
     EXPECT_EQ(back.tcp.rtos, 2u);
     EXPECT_EQ(back.tcp.max_pacing_Bps, 3000u);
+    EXPECT_EQ(back.c.z_sent, 10u);
+    EXPECT_EQ(back.c.z_recv, 12u);
     s.tcp.has_rtos = false;  // an old kernel: the field is empty
     ASSERT_TRUE(wanlink::parse_csv_row(wanlink::csv_row(s), &back));
     EXPECT_FALSE(back.tcp.has_rtos);
     EXPECT_FALSE(wanlink::parse_csv_row("1,2,3", &back));
-    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));  // before zstd
     const std::string hdr = wanlink::csv_header();
-    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 14);
+    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 18);
 }
 
 // ---- issue 13: the job secret, the link handshake, the resumable stream ---------------------------
@@ -293,7 +296,7 @@ TEST(WanlinkSecret, FileMustBeOwnerOnlyAndLongEnough) {
 
 TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     wanlink::Hello h;
-    h.flags = wanlink::kFlagAuth | wanlink::kFlagResume;
+    h.flags = wanlink::kFlagAuth | wanlink::kFlagResume | wanlink::kFlagZstd;
     h.kind = 1;
     h.from = 7;
     h.to = 3;
