@@ -13,7 +13,9 @@
 --stats CHECKS runs the job with WANMPI_WAN_STATS=<a temporary CSV> and checks what rank 0
 wrote there, read from the sockets themselves (TCP_INFO, getsockopt): CHECKS is a comma list of
 rows=N (connection ends), pacing=BPS (every row's pacing_bps within 0.5 %), cc=NAME (every
-row's congestion control) and traffic (every row moved bytes).
+row's congestion control), traffic (every row moved bytes), zsent=I-J (some rank of cluster I
+sent compressed payloads to cluster J) and zoff=K (nothing compressed on the links of cluster K);
+both z checks also demand that each end decoded exactly what the other compressed.
 
 --kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
 NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
@@ -117,10 +119,33 @@ def check_stats(path, checks):
             rows = list(csv.DictReader(f))
     except OSError as e:
         return f"no statistics file: {e}"
+    # The cluster of every rank, from the rows that name it as a peer.
+    cluster = {r["peer_rank"]: r["peer_cluster"] for r in rows}
     for c in checks.split(","):
         key, _, val = c.partition("=")
         if key == "rows" and len(rows) != int(val):
             return f"{len(rows)} statistics rows, expected {val}"
+        if key in ("zsent", "zoff"):
+            # Compression: what one end sent compressed, the other decoded, byte for byte.
+            back = {(r["rank"], r["peer_rank"]): r for r in rows}
+            for r in rows:
+                o = back.get((r["peer_rank"], r["rank"]))
+                if o and (r["z_sent"], r["z_raw_sent"]) != (o["z_recv"], o["z_raw_recv"]):
+                    return (f"rank {r['rank']} -> {r['peer_rank']}: sent {r['z_sent']} compressed "
+                            f"bytes, its peer decoded {o['z_recv']}")
+        if key == "zsent":
+            # zsent=I-J: some rank of cluster I sent compressed payloads to cluster J.
+            i, _, j = val.partition("-")
+            if not any(cluster.get(r["rank"]) == i and r["peer_cluster"] == j and
+                       int(r["z_sent"]) > 0 for r in rows):
+                return f"no compressed payload went from cluster {i} to cluster {j}"
+        if key == "zoff":
+            # zoff=K: nothing compressed to or from cluster K.
+            for r in rows:
+                if cluster.get(r["rank"]) == val or r["peer_cluster"] == val:
+                    if int(r["z_sent"]) or int(r["z_recv"]):
+                        return (f"rank {r['rank']} -> {r['peer_rank']}: compressed payloads on a "
+                                f"link of cluster {val}, which has compression off")
         for r in rows:
             end = f"rank {r['rank']} -> {r['peer_rank']}"
             if key == "pacing" and abs(int(r["pacing_bps"]) - int(val)) > int(val) * 0.005:
