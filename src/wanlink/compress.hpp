@@ -85,9 +85,9 @@ private:
     void* dctx_ = nullptr;  // ZSTD_DCtx
 };
 
-// `auto`'s rule for one payload whose sample compresses to `ratio`: compress when sending
-// ratio x the bytes plus compressing them takes clearly (10 %) less time than sending them as
-// they are. link_Bps: the rate this rank gets on the link (bytes/s; 0 = not known yet: then
+// `auto`'s rule for one payload whose sample compresses to `ratio` (< 0.9: it must save 10 %):
+// compress when sending ratio x the bytes plus compressing them takes 5 % less time than
+// sending them as they are. link_Bps: the rate this rank gets on the link (bytes/s; 0 = not known yet: then
 // only a ratio below 0.75 compresses); speed_Bps: the compressor's measured speed (0 = not measured yet: 300 MB/s, zstd
 // level 1 on one core of a modest machine). The model charges compression in full, although
 // the kernel meanwhile sends what was queued before: it errs towards sending as is.
