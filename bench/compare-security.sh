@@ -50,9 +50,6 @@ head -c 32 /dev/urandom | base64 >"$TMP/secret"
 chmod 600 "$TMP/secret"
 
 if [ $QUICK = 1 ]; then LAT="-l 30"; BULK="-B 16 -r 1"; else LAT="-l 300"; BULK="-B 64 -r 3"; fi
-OMPI_ENV=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
-OMPI_ARGS=(--oversubscribe --mca plm_rsh_agent "$W exec" --mca pml ob1 --mca btl tcp,self,vader
-           --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0)
 
 run_wanmpi() {  # RUN SECURITY PROGRAM ARGS...
     local run=$1 sec=$2 prog=$3; shift 3
@@ -61,15 +58,11 @@ run_wanmpi() {  # RUN SECURITY PROGRAM ARGS...
 }
 run_openmpi() {  # RUN PROGRAM ARGS...
     local run=$1 prog=$2; shift 2
-    env "${OMPI_ENV[@]}" WANEMU_RUN=$run timeout 300 "$W" exec c0h0 -- mpirun.openmpi \
-        "${OMPI_ARGS[@]}" --host "c0h0:1,c1h0:1" -np 2 "$TMP/$prog.openmpi" "$@"
+    wan_ompi2 "$run" "$TMP/$prog.openmpi" "$@"
 }
 
 say "load before: $(uptime)"
-"$W" up --name "${RUN}a" --clusters 2 --hosts 1 --delay "$DELAY" --rate 200mbit --watch-pid $$ \
-    --quiet || die "wanemu up (200 Mbit/s) failed"
-"$W" up --name "${RUN}b" --clusters 2 --hosts 1 --delay "$DELAY" --rate 1gbit --mtu 9000 --gso \
-    --watch-pid $$ --quiet || die "wanemu up (1 Gbit/s) failed"
+wan_two_links "$RUN"
 for r in $(seq 1 "$RUNS"); do
     say "run $r of $RUNS"
     for link in a b; do

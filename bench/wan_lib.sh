@@ -1,4 +1,4 @@
-# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh, compare-lanes.sh). Source it
+# wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh, compare-lanes.sh, compare-compress.sh). Source it
 # with BENCH_NAME (the script's name, for messages) and OMPI (1: compare with Open MPI) set.
 
 say() { printf '%s\n' "$*" >&2; }
@@ -78,4 +78,23 @@ wan_options() {
         esac
     done
     [ -n "$RUNS" ] || { [ "$QUICK" = 1 ] && RUNS=1 || RUNS=3; }
+}
+
+# wan_ompi2 RUN PROGRAM ARGS...: PROGRAM (built with mpicc.openmpi) on c0h0 and c1h0 of wanemu
+# run RUN, one rank each: ssh replaced by `wanemu exec` ($W), TCP on eth0, root allowed.
+wan_ompi2() {
+    local run=$1 prog=$2
+    shift 2
+    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 WANEMU_RUN="$run" timeout 300 \
+        "$W" exec c0h0 -- mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$W exec" --mca pml ob1 \
+        --mca btl tcp,self,vader --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+        --host "c0h0:1,c1h0:1" -np 2 "$prog" "$@"
+}
+# wan_two_links RUN: wanemu runs RUNa (200 Mbit/s, MTU 1500) and RUNb (1 Gbit/s, MTU 9000 with
+# GSO super-packets), two clusters of one host each, one-way delay DELAY.
+wan_two_links() {
+    "$W" up --name "${1}a" --clusters 2 --hosts 1 --delay "$DELAY" --rate 200mbit --watch-pid $$ \
+        --quiet || die "wanemu up (200 Mbit/s) failed"
+    "$W" up --name "${1}b" --clusters 2 --hosts 1 --delay "$DELAY" --rate 1gbit --mtu 9000 --gso \
+        --watch-pid $$ --quiet || die "wanemu up (1 Gbit/s) failed"
 }
