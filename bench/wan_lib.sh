@@ -1,6 +1,12 @@
 # wan_lib.sh: what the WAN benchmark scripts share (compare-wan.sh, compare-relay.sh, compare-pacing.sh, compare-security.sh, compare-lanes.sh, compare-compress.sh). Source it
 # with BENCH_NAME (the script's name, for messages) and OMPI (1: compare with Open MPI) set.
 
+# The WAN benchmarks measure the link with constant buffers, which compress to nearly nothing:
+# with compression on (WANMPI_WAN_COMPRESS=auto is the default) they would measure zstd, not the
+# link, and no longer compare with their earlier numbers or with Open MPI. Off unless the caller
+# sets it (compare-compress.sh sets it per job with -x).
+export WANMPI_WAN_COMPRESS=${WANMPI_WAN_COMPRESS:-off}
+
 say() { printf '%s\n' "$*" >&2; }
 die() { say "$BENCH_NAME: $*"; exit 1; }
 
