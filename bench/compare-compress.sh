@@ -89,10 +89,6 @@ for r in $(seq 1 "$RUNS"); do
 done
 say "load after: $(uptime)"
 
-m() {  # KEY FILEPREFIX: median over the runs
-    local r
-    for r in $(seq 1 "$RUNS"); do [ -f "$2.$r" ] && kv "$1" "$2.$r"; done | median
-}
 echo
 echo "== compression between clusters: 2 sites, one-way delay $DELAY, $( [ $QUICK = 1 ] && echo 16 || echo 64) MiB one way ($RUNS run(s), medians)"
 echo "   load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -50,7 +50,7 @@ wan_build_tcp_pingpong() {
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # kv KEY FILE: the value of the first "KEY value ..." line of FILE (the benchmarks' output form).
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
-# m KEY FILEPREFIX: the median over runs 1..RUNS of KEY's value in FILEPREFIX.<run>.
+# m KEY PREFIX: the median of KEY over the files PREFIX.1 .. PREFIX.$RUNS (those that exist).
 m() {
     local r
     for r in $(seq 1 "$RUNS"); do [ -f "$2.$r" ] && kv "$1" "$2.$r"; done | median
