@@ -306,6 +306,7 @@ void Wan::post_send(int peer, SendOp* op) {
             impi::encode_packet(b.pk, c.hdr);
             c.payload = b.payload + b.cut;
             c.len = n;
+            c.zcand = p.zstd && n >= zpol_.min_bytes;
             b.cut += n;
             if (b.cut == b.len) c.op = op;
             p.held.push_back(std::move(c));
@@ -362,6 +363,7 @@ bool Wan::cut_bulk(Peer& p) {
     o.payload = b.payload + b.cut;
     o.len = n;
     o.bulk = true;
+    o.zcand = p.zstd && n >= zpol_.min_bytes;  // each cut is a packet of its own
     b.cut += n;
     if (b.cut == b.len) {
         o.op = b.op;
