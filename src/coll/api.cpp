@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "bindings/impl.hpp"
+#include "coll/api_impl.hpp"
 #include "coll/coll.hpp"
 #include "coll/sched.hpp"
 #include "core/api.hpp"
@@ -139,7 +140,7 @@ int chk_req(MPI_Request* r) {
     return MPI_SUCCESS;
 }
 
-int launch(Args& a, MPI_Request* req) {
+int launch(Args& a, MPI_Request* req, Call call) {
     Comm* c = a.comm;
     a.nonblocking = req != nullptr;
     // (a caller that already looked a type up leaves it in a.st / a.rt)
@@ -181,7 +182,9 @@ int launch(Args& a, MPI_Request* req) {
         sched_free(s);
         return raise(c, rc);
     }
-    rc = req ? start_nonblocking(s, c, req) : run_blocking(s);
+    rc = call == Call::persistent ? start_persistent(s, c, req)
+         : req                    ? start_nonblocking(s, c, req)
+                                  : run_blocking(s);
     return rc == MPI_SUCCESS ? rc : raise(c, rc);
 }
 
@@ -194,20 +197,22 @@ int launch(Args& a, MPI_Request* req) {
     Comm* c = comm_of(h, &crc_);                                                               \
     if (!c) return crc_
 
-// ---- the collectives, nonblocking when req != nullptr -------------------------------------------
-int barrier(MPI_Comm comm, MPI_Request* req, bool nb) {
+}  // namespace
+
+// ---- the collectives (api_impl.hpp) --------------------------------------------------------------
+int barrier(MPI_Comm comm, MPI_Request* req, Call call) {
     COMM(comm);
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     Args a;
     a.kind = Kind::barrier;
     a.comm = c;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 
 int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request* req,
-          bool nb) {
+          Call call) {
     COMM(comm);
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     CHECK(chk_root(c, root));
     Args a;
     if (role_of(c, root) != Role::idle) {
@@ -222,13 +227,14 @@ int bcast(void* buf, int64_t count, MPI_Datatype dt, int root, MPI_Comm comm, MP
     a.rcount = count;
     a.rtype = dt;
     a.root = root;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 
 // Gather(v) and Scatter(v) mirror each other: the *root side* is the buffer only the root uses
 // (gather: receive, with counts/displs for the v variant; scatter: send), the *member side* the
 // one every rank uses (gather: send; scatter: receive), which may be MPI_IN_PLACE at the root of
 // an intracommunicator (its own block stays where it is).
+namespace {
 struct Side {
     const void* buf;
     int64_t count;
@@ -236,10 +242,11 @@ struct Side {
     const int* displs;
     MPI_Datatype type;
 };
-int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, MPI_Request* req,
-           bool nb) {
+}  // namespace
+static int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, MPI_Request* req,
+           Call call) {
     COMM(comm);
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     CHECK(chk_root(c, root));
     const bool g = kind == Kind::gather || kind == Kind::gatherv;
     const bool v = kind == Kind::gatherv || kind == Kind::scatterv;
@@ -272,7 +279,7 @@ int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, M
     a.kind = kind;
     a.comm = c;
     a.root = root;
-    if (role == Role::idle) return launch(a, req);  // intercommunicator, the root's group
+    if (role == Role::idle) return launch(a, req, call);  // intercommunicator, the root's group
     const Side& snd = g ? ms : rs;
     const Side& rcv = g ? rs : ms;
     const bool snd_used = g ? member_side : is_root, rcv_used = g ? is_root : member_side;
@@ -286,26 +293,26 @@ int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, M
     a.rcounts = rcv.counts;
     a.rdispls = rcv.displs;
     a.rtype = rcv_used ? rcv.type : MPI_DATATYPE_NULL;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 int gather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
            int64_t rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
-           MPI_Comm comm, MPI_Request* req, bool nb) {
+           MPI_Comm comm, MPI_Request* req, Call call) {
     return rooted(kind, Side{rbuf, rcount, rcounts, displs, rtype},
-                  Side{sbuf, scount, nullptr, nullptr, stype}, root, comm, req, nb);
+                  Side{sbuf, scount, nullptr, nullptr, stype}, root, comm, req, call);
 }
 int scatter(Kind kind, const void* sbuf, int64_t scount, const int* scounts, const int* displs,
             MPI_Datatype stype, void* rbuf, int64_t rcount, MPI_Datatype rtype, int root,
-            MPI_Comm comm, MPI_Request* req, bool nb) {
+            MPI_Comm comm, MPI_Request* req, Call call) {
     return rooted(kind, Side{sbuf, scount, scounts, displs, stype},
-                  Side{rbuf, rcount, nullptr, nullptr, rtype}, root, comm, req, nb);
+                  Side{rbuf, rcount, nullptr, nullptr, rtype}, root, comm, req, call);
 }
 
 int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, void* rbuf,
               int64_t rcount, const int* rcounts, const int* displs, MPI_Datatype rtype,
-              MPI_Comm comm, MPI_Request* req, bool nb) {
+              MPI_Comm comm, MPI_Request* req, Call call) {
     COMM(comm);
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     CHECK(no_in_place_inter(c, sbuf));
     if (sbuf != MPI_IN_PLACE) {
         CHECK(chk_count(scount, "sendcount"));
@@ -331,15 +338,15 @@ int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, v
     a.rcounts = rcounts;
     a.rdispls = displs;
     a.rtype = rtype;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 
 int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, const int* sdispls,
              MPI_Datatype stype, const MPI_Datatype* stypes, void* rbuf, int64_t rcount,
              const int* rcounts, const int* rdispls, MPI_Datatype rtype,
-             const MPI_Datatype* rtypes, MPI_Comm comm, MPI_Request* req, bool nb) {
+             const MPI_Datatype* rtypes, MPI_Comm comm, MPI_Request* req, Call call) {
     COMM(comm);
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     const int n = c->remote_size();
     CHECK(no_in_place(rbuf, "receive buffer"));
     CHECK(no_in_place_inter(c, sbuf));
@@ -392,16 +399,16 @@ int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, co
     a.rdispls = rdispls;
     a.rtype = kind != Kind::alltoallw ? rtype : MPI_DATATYPE_NULL;
     a.rtypes = rtypes;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 
 // reduce, allreduce, scan, exscan, reduce_scatter(_block)
 int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int* rcounts,
-              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req, bool nb) {
+              MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request* req, Call call) {
     int crc_;
     Comm* c = comm_of(comm, &crc_, kind == Kind::scan || kind == Kind::exscan);
     if (!c) return crc_;
-    if (nb) CHECK(chk_req(req));
+    if (call != Call::blocking) CHECK(chk_req(req));
     const int n = c->size;
     int64_t total = count;
     if (kind == Kind::reduce_scatter) {
@@ -442,124 +449,123 @@ int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int*
     a.op = o;
     a.oph = op;
     a.root = root;
-    return launch(a, req);
+    return launch(a, req, call);
 }
 
 #undef CHECK
 #undef COMM
-}  // namespace
 }  // namespace wanmpi::coll
 
 namespace wanmpi::impl {
 using namespace wanmpi::coll;
 
-int Barrier(MPI_Comm comm) { return barrier(comm, nullptr, false); }
-int Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier(comm, request, true); }
+int Barrier(MPI_Comm comm) { return barrier(comm, nullptr, Call::blocking); }
+int Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier(comm, request, Call::nonblocking); }
 
 int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-    return bcast(buffer, count, datatype, root, comm, nullptr, false);
+    return bcast(buffer, count, datatype, root, comm, nullptr, Call::blocking);
 }
 int Ibcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
            MPI_Request* request) {
-    return bcast(buffer, count, datatype, root, comm, request, true);
+    return bcast(buffer, count, datatype, root, comm, request, Call::nonblocking);
 }
 
 int Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm) {
     return gather(Kind::gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
-                  recvtype, root, comm, nullptr, false);
+                  recvtype, root, comm, nullptr, Call::blocking);
 }
 int Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     return gather(Kind::gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
-                  recvtype, root, comm, request, true);
+                  recvtype, root, comm, request, Call::nonblocking);
 }
 int Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
             const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
             MPI_Comm comm) {
     return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                  recvtype, root, comm, nullptr, false);
+                  recvtype, root, comm, nullptr, Call::blocking);
 }
 int Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
              MPI_Comm comm, MPI_Request* request) {
     return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs,
-                  recvtype, root, comm, request, true);
+                  recvtype, root, comm, request, Call::nonblocking);
 }
 
 int Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     return scatter(Kind::scatter, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
-                   recvcount, recvtype, root, comm, nullptr, false);
+                   recvcount, recvtype, root, comm, nullptr, Call::blocking);
 }
 int Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     return scatter(Kind::scatter, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
-                   recvcount, recvtype, root, comm, request, true);
+                   recvcount, recvtype, root, comm, request, Call::nonblocking);
 }
 int Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
              MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
              MPI_Comm comm) {
     return scatter(Kind::scatterv, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
-                   recvtype, root, comm, nullptr, false);
+                   recvtype, root, comm, nullptr, Call::blocking);
 }
 int Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
               MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
               int root, MPI_Comm comm, MPI_Request* request) {
     return scatter(Kind::scatterv, sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount,
-                   recvtype, root, comm, request, true);
+                   recvtype, root, comm, request, Call::nonblocking);
 }
 
 int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     return allgather(Kind::allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
-                     nullptr, recvtype, comm, nullptr, false);
+                     nullptr, recvtype, comm, nullptr, Call::blocking);
 }
 int Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     return allgather(Kind::allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
-                     nullptr, recvtype, comm, request, true);
+                     nullptr, recvtype, comm, request, Call::nonblocking);
 }
 int Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
     return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
-                     displs, recvtype, comm, nullptr, false);
+                     displs, recvtype, comm, nullptr, Call::blocking);
 }
 int Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                 MPI_Request* request) {
     return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
-                     displs, recvtype, comm, request, true);
+                     displs, recvtype, comm, request, Call::nonblocking);
 }
 
 int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
-                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, nullptr, false);
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, nullptr, Call::blocking);
 }
 int Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
-                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request, true);
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request, Call::nonblocking);
 }
 int Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
               MPI_Datatype recvtype, MPI_Comm comm) {
     return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts, sdispls, sendtype, nullptr, recvbuf,
-                    0, recvcounts, rdispls, recvtype, nullptr, comm, nullptr, false);
+                    0, recvcounts, rdispls, recvtype, nullptr, comm, nullptr, Call::blocking);
 }
 int Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts, sdispls, sendtype, nullptr, recvbuf,
-                    0, recvcounts, rdispls, recvtype, nullptr, comm, request, true);
+                    0, recvcounts, rdispls, recvtype, nullptr, comm, request, Call::nonblocking);
 }
 int Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
               const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
     return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
                     sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes,
-                    comm, nullptr, false);
+                    comm, nullptr, Call::blocking);
 }
 int Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
@@ -567,68 +573,68 @@ int Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                MPI_Request* request) {
     return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
                     sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes,
-                    comm, request, true);
+                    comm, request, Call::nonblocking);
 }
 
 int Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
            int root, MPI_Comm comm) {
     return reduction(Kind::reduce, sendbuf, recvbuf, count, nullptr, datatype, op, root, comm,
-                     nullptr, false);
+                     nullptr, Call::blocking);
 }
 int Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
             int root, MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::reduce, sendbuf, recvbuf, count, nullptr, datatype, op, root, comm,
-                     request, true);
+                     request, Call::nonblocking);
 }
 int Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm) {
     return reduction(Kind::allreduce, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
-                     nullptr, false);
+                     nullptr, Call::blocking);
 }
 int Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::allreduce, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
-                     request, true);
+                     request, Call::nonblocking);
 }
 int Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts, datatype, op, 0, comm,
-                     nullptr, false);
+                     nullptr, Call::blocking);
 }
 int Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts, datatype, op, 0, comm,
-                     request, true);
+                     request, Call::nonblocking);
 }
 int Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm) {
     return reduction(Kind::reduce_scatter_block, sendbuf, recvbuf, recvcount, nullptr, datatype,
-                     op, 0, comm, nullptr, false);
+                     op, 0, comm, nullptr, Call::blocking);
 }
 int Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::reduce_scatter_block, sendbuf, recvbuf, recvcount, nullptr, datatype,
-                     op, 0, comm, request, true);
+                     op, 0, comm, request, Call::nonblocking);
 }
 int Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
          MPI_Comm comm) {
     return reduction(Kind::scan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, nullptr,
-                     false);
+                     Call::blocking);
 }
 int Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
           MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::scan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, request,
-                     true);
+                     Call::nonblocking);
 }
 int Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
            MPI_Comm comm) {
     return reduction(Kind::exscan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
-                     nullptr, false);
+                     nullptr, Call::blocking);
 }
 int Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
             MPI_Comm comm, MPI_Request* request) {
     return reduction(Kind::exscan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
-                     request, true);
+                     request, Call::nonblocking);
 }
 
 }  // namespace wanmpi::impl

@@ -14,6 +14,7 @@
 #include "core/datatype.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
+#include "core/persist.hpp"
 
 namespace wanmpi::coll {
 
@@ -474,6 +475,37 @@ int start_nonblocking(Sched* s, core::Comm* comm, MPI_Request* out) {
     if (s->done()) complete_nonblocking(s);
     else link(s);
     return MPI_SUCCESS;
+}
+
+namespace {
+class PersistentSched final : public core::PersistentOp {
+public:
+    PersistentSched(Sched* tmpl, core::Comm* comm) : tmpl_(tmpl), comm_(comm) {}
+    ~PersistentSched() override { sched_free(tmpl_); }
+    int start(Request** inner) override {
+        Sched* s = sched_new();
+        s->steps_ = tmpl_->steps_;
+        s->ends_ = tmpl_->ends_;
+        MPI_Request h = MPI_REQUEST_NULL;
+        int rc = start_nonblocking(s, comm_, &h);
+        if (rc != MPI_SUCCESS) return rc;
+        *inner = core::request_lookup(h);
+        return MPI_SUCCESS;
+    }
+
+private:
+    Sched* tmpl_;
+    core::Comm* comm_;  // held by the persistent request
+};
+}  // namespace
+
+int start_persistent(Sched* s, core::Comm* comm, MPI_Request* out) {
+    s->end_round();
+    if (s->oom()) {
+        sched_free(s);
+        return core::make_error(MPI_ERR_NO_MEM, "collective: out of memory for temporary buffers");
+    }
+    return core::persistent_new(comm, std::make_unique<PersistentSched>(s, comm), out);
 }
 
 }  // namespace wanmpi::coll

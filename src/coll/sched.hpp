@@ -131,6 +131,12 @@ int run_blocking(Sched* s);
 void wait_blocking(bool (*done)(void*), void* p, bool yield_ok);
 // Start `s` under a new ext request (*out); returns MPI_SUCCESS or an error code.
 int start_nonblocking(Sched* s, core::Comm* comm, MPI_Request* out);
+// Make `s` the template of a new persistent request (*out, inactive; core/persist.hpp): each
+// MPI_Start runs a copy of its steps as a nonblocking schedule. The copy shares the template's
+// temporary buffers and tags, which is safe because one instance at most runs at a time and an
+// instance's messages follow the previous instance's on every ordered pair. Takes `s` (freed
+// with the request); returns MPI_SUCCESS or an error code.
+int start_persistent(Sched* s, core::Comm* comm, MPI_Request* out);
 
 // Convenience for algorithm code: the communicator, tag and op of one collective call.
 struct Bld {

@@ -84,6 +84,9 @@ struct Request {
     void* ext = nullptr;                    // ReqKind::ext: owner's state
     void (*ext_free)(void* ext) = nullptr;  // called by request_release
     int (*ext_cancel)(Request* r) = nullptr;  // MPI_Cancel on an ext request (nullptr: no-op)
+    // Persistent ext request (persistent collectives, partitioned communication): MPI_Start
+    // calls this after marking the request active and not complete; error code, not raised.
+    int (*ext_start)(Request* r) = nullptr;
     Request* next = nullptr;    // posted queue
     Request* prev = nullptr;
     uint64_t wire_id() const { return (uint64_t(gen) << 32) | idx; }

@@ -192,6 +192,24 @@ NB(Ssend_init, ReqKind::send, Mode::sync, true)
 NB(Bsend_init, ReqKind::send, Mode::buffered, true)
 NB(Rsend_init, ReqKind::send, Mode::ready, true)
 #undef NB
+#define NB_C(Name, kind, mode, persistent)                                                     \
+    int Name(const void* buf, MPI_Count count, MPI_Datatype dt, int peer, int tag,              \
+             MPI_Comm comm, MPI_Request* request) {                                            \
+        return post(kind, buf, count, dt, peer, tag, comm, mode, request, persistent, nullptr); \
+    }
+NB_C(Issend_c, ReqKind::send, Mode::sync, false)
+NB_C(Ibsend_c, ReqKind::send, Mode::buffered, false)
+NB_C(Irsend_c, ReqKind::send, Mode::ready, false)
+NB_C(Send_init_c, ReqKind::send, Mode::standard, true)
+NB_C(Ssend_init_c, ReqKind::send, Mode::sync, true)
+NB_C(Bsend_init_c, ReqKind::send, Mode::buffered, true)
+NB_C(Rsend_init_c, ReqKind::send, Mode::ready, true)
+#undef NB_C
+int Recv_init_c(void* buf, MPI_Count count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                MPI_Request* request) {
+    return post(ReqKind::recv, buf, count, dt, source, tag, comm, Mode::standard, request, true,
+                nullptr);
+}
 int Irecv(void* buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
           MPI_Request* request) {
     return post(ReqKind::recv, buf, count, dt, source, tag, comm, Mode::standard, request, false,
@@ -223,7 +241,21 @@ int Start(MPI_Request* request) {
     if (!r || !r->persistent) return bad_request(*request);
     if (r->active)
         return raise(r->comm, make_error(MPI_ERR_REQUEST, "MPI_Start on an active request"));
-    int rc = start(r);
+    int rc;
+    if (r->kind == ReqKind::ext) {
+        r->active = true;
+        r->complete = false;
+        r->status = MPI_Status{};
+        r->status.MPI_SOURCE = MPI_ANY_SOURCE;
+        r->status.MPI_TAG = MPI_ANY_TAG;
+        rc = r->ext_start ? r->ext_start(r) : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) {  // nothing started: the request stays inactive
+            r->active = false;
+            r->complete = true;
+        }
+    } else {
+        rc = start(r);
+    }
     return rc == MPI_SUCCESS ? rc : raise(r->comm, rc);
 }
 
@@ -583,7 +615,8 @@ int Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
     return MPI_SUCCESS;
 }
 
-int Imrecv(void* buf, int count, MPI_Datatype dt, MPI_Message* message, MPI_Request* request) {
+int Imrecv_c(void* buf, MPI_Count count, MPI_Datatype dt, MPI_Message* message,
+             MPI_Request* request) {
     if (!message) return raise(nullptr, make_error(MPI_ERR_ARG, "null message pointer"));
     if (*message == MPI_MESSAGE_NO_PROC) {
         Request* r = request_new(ReqKind::recv);
@@ -615,9 +648,17 @@ int Imrecv(void* buf, int count, MPI_Datatype dt, MPI_Message* message, MPI_Requ
     return MPI_SUCCESS;
 }
 
+int Imrecv(void* buf, int count, MPI_Datatype dt, MPI_Message* message, MPI_Request* request) {
+    return Imrecv_c(buf, count, dt, message, request);
+}
+
 int Mrecv(void* buf, int count, MPI_Datatype dt, MPI_Message* message, MPI_Status* status) {
+    return Mrecv_c(buf, count, dt, message, status);
+}
+int Mrecv_c(void* buf, MPI_Count count, MPI_Datatype dt, MPI_Message* message,
+            MPI_Status* status) {
     MPI_Request req;
-    int rc = Imrecv(buf, count, dt, message, &req);
+    int rc = Imrecv_c(buf, count, dt, message, &req);
     if (rc != MPI_SUCCESS) return rc;
     return Wait(&req, status);
 }

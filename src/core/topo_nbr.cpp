@@ -18,6 +18,8 @@
 #include "core/comm_task.hpp"
 #include "core/datatype.hpp"
 #include "core/errors.hpp"
+#include "core/info.hpp"
+#include "core/persist.hpp"
 #include "core/topo.hpp"
 
 namespace wanmpi::core {
@@ -101,7 +103,24 @@ bool check_array(Comm* c, size_t n, const void* a, const char* what, int* rc) {
     return false;
 }
 
-int run(Plan& p, MPI_Request* request) {
+// Persistent neighbor collectives keep the plan's operations (their tags were taken at init,
+// see persist.hpp) and run them as a new task at every MPI_Start.
+class PersistentNbr final : public PersistentOp {
+public:
+    PersistentNbr(Comm* c, std::vector<NbrOp> ops) : c_(c), ops_(std::move(ops)) {}
+    int start(Request** inner) override { return job_request(nbr_task(c_, ops_), c_, inner); }
+
+private:
+    Comm* c_;  // held by the persistent request
+    std::vector<NbrOp> ops_;
+};
+
+int run(Plan& p, MPI_Request* request, bool persistent) {
+    if (persistent) {
+        int rc = persistent_new(p.c, std::make_unique<PersistentNbr>(p.c, std::move(p.ops)),
+                                request);
+        return rc == MPI_SUCCESS ? rc : raise(p.c, rc);
+    }
     if (!request) return raise(p.c, job_run_blocking(nbr_task(p.c, std::move(p.ops))));
     Request* r = nullptr;
     int rc = job_request(nbr_task(p.c, std::move(p.ops)), p.c, &r);
@@ -110,9 +129,9 @@ int run(Plan& p, MPI_Request* request) {
     return MPI_SUCCESS;
 }
 
-int nbr_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
-              const char* fname) {
+int nbr_allgather(const void* sendbuf, int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int64_t recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
+                  const char* fname, bool persistent = false) {
     Plan p;
     if (int rc = plan_start(comm, p, fname)) return rc;
     int rc;
@@ -125,12 +144,14 @@ int nbr_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
         p.recv(k, static_cast<char*>(recvbuf) + int64_t(k) * recvcount * rext, recvcount,
                recvtype);
     for (size_t k = 0; k < p.out.size(); ++k) p.send(k, sendbuf, sendcount, sendtype);
-    return run(p, request);
+    return run(p, request, persistent);
 }
 
-int nbr_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-               MPI_Request* request, const char* fname) {
+template <class CountT, class DispT>
+int nbr_allgatherv(const void* sendbuf, int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const CountT recvcounts[], const DispT displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request* request, const char* fname,
+                   bool persistent = false) {
     Plan p;
     if (int rc = plan_start(comm, p, fname)) return rc;
     int rc;
@@ -146,12 +167,12 @@ int nbr_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                recvtype);
     }
     for (size_t k = 0; k < p.out.size(); ++k) p.send(k, sendbuf, sendcount, sendtype);
-    return run(p, request);
+    return run(p, request, persistent);
 }
 
-int nbr_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-             int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
-             const char* fname) {
+int nbr_alltoall(const void* sendbuf, int64_t sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int64_t recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
+                 const char* fname, bool persistent = false) {
     Plan p;
     if (int rc = plan_start(comm, p, fname)) return rc;
     int rc;
@@ -166,12 +187,14 @@ int nbr_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
     for (size_t k = 0; k < p.out.size(); ++k)
         p.send(k, static_cast<const char*>(sendbuf) + int64_t(k) * sendcount * sext, sendcount,
                sendtype);
-    return run(p, request);
+    return run(p, request, persistent);
 }
 
-int nbr_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
-              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
-              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request, const char* fname) {
+template <class CountT, class DispT>
+int nbr_alltoallv(const void* sendbuf, const CountT sendcounts[], const DispT sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const CountT recvcounts[],
+                  const DispT rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                  MPI_Request* request, const char* fname, bool persistent = false) {
     Plan p;
     if (int rc = plan_start(comm, p, fname)) return rc;
     int rc;
@@ -192,13 +215,14 @@ int nbr_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
         p.send(k, static_cast<const char*>(sendbuf) + int64_t(sdispls[k]) * sext, sendcounts[k],
                sendtype);
     }
-    return run(p, request);
+    return run(p, request, persistent);
 }
 
-int nbr_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
-              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
-              const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
-              MPI_Request* request, const char* fname) {
+template <class CountT>
+int nbr_alltoallw(const void* sendbuf, const CountT sendcounts[], const MPI_Aint sdispls[],
+                  const MPI_Datatype sendtypes[], void* recvbuf, const CountT recvcounts[],
+                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                  MPI_Request* request, const char* fname, bool persistent = false) {
     Plan p;
     if (int rc = plan_start(comm, p, fname)) return rc;
     int rc;
@@ -222,7 +246,7 @@ int nbr_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sd
             return rc;
         p.send(k, static_cast<const char*>(sendbuf) + sdispls[k], sendcounts[k], sendtypes[k]);
     }
-    return run(p, request);
+    return run(p, request, persistent);
 }
 
 }  // namespace
@@ -299,6 +323,190 @@ int Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_A
     if (int rc = need_request(comm, request)) return rc;
     return core::nbr_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
                                rdispls, recvtypes, comm, request, "MPI_Ineighbor_alltoallw");
+}
+
+// ---- MPI 4.0: large counts (MPI_Count counts, MPI_Aint displacements) and persistent forms ----
+static int need_info(MPI_Comm comm, MPI_Info info) {
+    if (info == MPI_INFO_NULL || info_valid(info)) return MPI_SUCCESS;
+    return raise(comm_lookup(comm), make_error(MPI_ERR_INFO, "invalid info handle 0x%x",
+                                               unsigned(info)));
+}
+
+int Neighbor_allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return core::nbr_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               nullptr, "MPI_Neighbor_allgather_c");
+}
+
+int Neighbor_allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                          MPI_Datatype recvtype, MPI_Comm comm) {
+    return core::nbr_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, nullptr, "MPI_Neighbor_allgatherv_c");
+}
+
+int Neighbor_alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    return core::nbr_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              nullptr, "MPI_Neighbor_alltoall_c");
+}
+
+int Neighbor_alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         MPI_Datatype recvtype, MPI_Comm comm) {
+    return core::nbr_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                               recvtype, comm, nullptr, "MPI_Neighbor_alltoallv_c");
+}
+
+int Neighbor_alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[],
+                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf,
+                         const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                         const MPI_Datatype recvtypes[], MPI_Comm comm) {
+    return core::nbr_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                               rdispls, recvtypes, comm, nullptr, "MPI_Neighbor_alltoallw_c");
+}
+
+int Ineighbor_allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                          MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    return core::nbr_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request, "MPI_Ineighbor_allgather_c");
+}
+
+int Ineighbor_allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                           void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    return core::nbr_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, request, "MPI_Ineighbor_allgatherv_c");
+}
+
+int Ineighbor_alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    return core::nbr_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request, "MPI_Ineighbor_alltoall_c");
+}
+
+int Ineighbor_alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[],
+                          const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                          const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    return core::nbr_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                               recvtype, comm, request, "MPI_Ineighbor_alltoallv_c");
+}
+
+int Ineighbor_alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[],
+                          const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf,
+                          const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                          const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    return core::nbr_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                               rdispls, recvtypes, comm, request, "MPI_Ineighbor_alltoallw_c");
+}
+
+int Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Info info, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request, "MPI_Neighbor_allgather_init", true);
+}
+
+int Neighbor_allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void* recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                             MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, request, "MPI_Neighbor_allgatherv_init", true);
+}
+
+int Neighbor_alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                           int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                           MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request, "MPI_Neighbor_alltoall_init", true);
+}
+
+int Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Info info, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                               recvtype, comm, request, "MPI_Neighbor_alltoallv_init", true);
+}
+
+int Neighbor_alltoallw_init(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                            MPI_Info info, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                               rdispls, recvtypes, comm, request, "MPI_Neighbor_alltoallw_init",
+                               true);
+}
+
+int Neighbor_allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                              void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                              MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request, "MPI_Neighbor_allgather_init_c", true);
+}
+
+int Neighbor_allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                               MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, request, "MPI_Neighbor_allgatherv_init_c", true);
+}
+
+int Neighbor_alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                             void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                             MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request, "MPI_Neighbor_alltoall_init_c", true);
+}
+
+int Neighbor_alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[],
+                              const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                              const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                              MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                               recvtype, comm, request, "MPI_Neighbor_alltoallv_init_c", true);
+}
+
+int Neighbor_alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[],
+                              const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                              void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                              const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                              MPI_Request* request) {
+    if (int rc = need_request(comm, request)) return rc;
+    if (int rc = need_info(comm, info)) return rc;
+    return core::nbr_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                               rdispls, recvtypes, comm, request, "MPI_Neighbor_alltoallw_init_c",
+                               true);
 }
 
 }  // namespace wanmpi::impl
