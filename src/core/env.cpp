@@ -10,6 +10,7 @@
 #include "core/attr.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
+#include "core/session.hpp"
 #include "core/wan_rate.hpp"
 
 namespace wanmpi::impl {
@@ -24,18 +25,23 @@ static int copy_string(const std::string& s, char* out, int max, int* len) {
 }
 
 int Init_thread(int*, char***, int required, int* provided) {
-    if (g_init_state.load() != 0) {
+    if (world_state() != 0 || g_init_state.load() == 2) {
         std::fprintf(stderr, "[wanmpi] MPI_Init called %s\n",
-                     g_init_state.load() == 1 ? "twice" : "after MPI_Finalize");
+                     world_state() == 1 ? "twice" : "after MPI_Finalize");
         std::abort();
     }
     if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE) required = MPI_THREAD_SINGLE;
-    int rc = engine_init(required, provided);
-    if (rc != MPI_SUCCESS) {
-        std::fprintf(stderr, "[wanmpi] MPI_Init failed; see the messages above\n");
-        _exit(1);
+    if (engine_running()) {  // a session started it: the world model joins
+        if (provided) *provided = thread_level();
+    } else {
+        int rc = engine_init(required, provided);
+        if (rc != MPI_SUCCESS) {
+            std::fprintf(stderr, "[wanmpi] MPI_Init failed; see the messages above\n");
+            _exit(1);
+        }
+        g_init_state = 1;
     }
-    g_init_state = 1;
+    set_world_state(1);
     return MPI_SUCCESS;
 }
 
@@ -48,19 +54,21 @@ int Finalize() {
         // Attribute delete callbacks on SELF then WORLD run first, while MPI still works.
         int arc = attr_finalize();
         wan_stats_report();  // collective, while MPI still works
-        rc = engine_finalize();
+        set_world_state(2);
+        // Open sessions keep the engine for their communicators; the last one stops it.
+        rc = sessions_open() ? MPI_SUCCESS : engine_stop();
         if (rc == MPI_SUCCESS) rc = arc;
-        g_init_state = 2;
     }
     return rc;
 }
 
+// The world model's state (MPI 4.0 §11.2.1): sessions alone do not make MPI "initialized".
 int Initialized(int* flag) {
-    *flag = g_init_state.load() != 0;
+    *flag = world_state() != 0;
     return MPI_SUCCESS;
 }
 int Finalized(int* flag) {
-    *flag = g_init_state.load() == 2;
+    *flag = world_state() == 2;
     return MPI_SUCCESS;
 }
 int Query_thread(int* provided) {
@@ -125,3 +133,10 @@ int Free_mem(void* base) {
 }
 
 }  // namespace wanmpi::impl
+
+// MPI_Pcontrol (mpi.h): a hook for profiling libraries, which define MPI_Pcontrol themselves and
+// see every call; wanmpi's own does nothing (MPI 4.0 §15.2.4 allows that).
+extern "C" __attribute__((visibility("default"))) int PMPI_Pcontrol(const int, ...) {
+    return MPI_SUCCESS;
+}
+#pragma weak MPI_Pcontrol = PMPI_Pcontrol

@@ -58,11 +58,15 @@ int raise_bad_comm(MPI_Comm h);
 // for calls on files without a handler of their own. `fh` is passed to a user handler.
 int raise_file(MPI_File fh, int code);
 
+// Raise `code` on a session (MPI 4.0 Sessions, session.cpp) whose handler is `eh`: a user
+// session handler gets `s`; returns `code` unless the handler aborts.
+int raise_session(MPI_Session s, MPI_Errhandler eh, int code);
+
 // Print `msg` naming this rank and abort the whole job with `exitcode`.
 [[noreturn]] void abort_job(int exitcode, const std::string& msg);
 
 // ---- error handlers ---------------------------------------------------------------------------
-enum class EhKind : int { comm = 1, win = 2, file = 3 };
+enum class EhKind : int { comm = 1, win = 2, file = 3, session = 4 };
 
 // A predefined handler or a user handler the user still holds a reference to.
 bool errhandler_valid(MPI_Errhandler e);
