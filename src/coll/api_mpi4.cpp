@@ -32,9 +32,14 @@ struct Narrow {
     int rc = MPI_SUCCESS;
     std::vector<std::vector<int>> keep;
     explicit Narrow(MPI_Comm comm) : c(core::comm_lookup(comm)), n(c ? c->remote_size() : 0) {}
+    // Whether this rank is the root of a rooted collective (MPI_ROOT on an intercommunicator).
+    bool is_root(int root) const { return c && (c->inter ? root == MPI_ROOT : c->rank == root); }
+    // `significant`: whether this rank's arrays are read at all (a v-collective's root-side
+    // arrays elsewhere than at the root, the send arrays with MPI_IN_PLACE, are not, and
+    // programs leave them uninitialized); those are passed on as NULL unread.
     template <class T>
-    const int* operator()(const T* a, const char* what) {
-        if (!a || !c || rc != MPI_SUCCESS) return nullptr;
+    const int* operator()(const T* a, const char* what, bool significant = true) {
+        if (!a || !c || rc != MPI_SUCCESS || !significant) return nullptr;
         std::vector<int>& v = keep.emplace_back(size_t(n));
         for (int i = 0; i < n; ++i) {
             if (a[i] > INT_MAX || a[i] < INT_MIN) {
@@ -80,8 +85,8 @@ int Gatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, v
               const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
               int root, MPI_Comm comm) {
     Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
                   recvtype, root, comm, nullptr, Call::blocking);
@@ -97,8 +102,8 @@ int Scatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint
                MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                int root, MPI_Comm comm) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
                    recvtype, root, comm, nullptr, Call::blocking);
@@ -132,8 +137,8 @@ int Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ain
                 MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                 const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;
@@ -145,8 +150,8 @@ int Alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ain
                 const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;
@@ -210,8 +215,8 @@ int Igatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, 
                const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                int root, MPI_Comm comm, MPI_Request* request) {
     Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
                   recvtype, root, comm, request, Call::nonblocking);
@@ -228,8 +233,8 @@ int Iscatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ain
                 MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                 int root, MPI_Comm comm, MPI_Request* request) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
                    recvtype, root, comm, request, Call::nonblocking);
@@ -264,8 +269,8 @@ int Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ai
                  const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                  MPI_Request* request) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;
@@ -278,8 +283,8 @@ int Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ai
                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                  MPI_Request* request) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;
@@ -477,8 +482,8 @@ int Gatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
     Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
                   recvtype, root, comm, request, Call::persistent);
@@ -498,8 +503,8 @@ int Scatterv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* displs_ = nw(displs, "displs");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
     if (nw.rc != MPI_SUCCESS) return nw.rc;
     return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
                    recvtype, root, comm, request, Call::persistent);
@@ -540,8 +545,8 @@ int Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
                      MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;
@@ -555,8 +560,8 @@ int Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
                      MPI_Info info, MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts");
-    const int* sdispls_ = nw(sdispls, "sdispls");
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
     const int* recvcounts_ = nw(recvcounts, "recvcounts");
     const int* rdispls_ = nw(rdispls, "rdispls");
     if (nw.rc != MPI_SUCCESS) return nw.rc;

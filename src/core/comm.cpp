@@ -487,6 +487,12 @@ int Comm_create_from_group(MPI_Group group, const char* stringtag, MPI_Info info
     CHECK_PTR(nullptr, newcomm, "newcomm");
     MPI_Errhandler eh = MPI_ERRORS_ARE_FATAL;
     if (int rc = check_errhandler_arg(errhandler, &eh)) return raise(nullptr, rc);
+    // A process outside every group it builds from (e.g. one excluded from a session's
+    // mpi://WORLD group) passes MPI_GROUP_EMPTY and gets MPI_COMM_NULL, as in MPICH.
+    if (g->world.empty()) {
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
     Members m;
     m.via = comm_lookup(MPI_COMM_WORLD);
     m.ranks = g->world;  // world ranks are MPI_COMM_WORLD ranks

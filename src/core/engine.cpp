@@ -180,9 +180,10 @@ static void set_cancelled(MPI_Status& st) {
 int request_setup(Request* r, const void* buf, int64_t count, MPI_Datatype dth, int peer, int tag,
                   Comm* comm, Mode mode) {
     const Datatype* dt = datatype_lookup(dth);
-    // Nothing moves to or from MPI_PROC_NULL, so like MPICH accept MPI_DATATYPE_NULL there
-    // (MPICH test suite, pt2pt/recvnull).
-    if (!dt && dth == MPI_DATATYPE_NULL && peer == MPI_PROC_NULL) dt = datatype_lookup(MPI_BYTE);
+    // Nothing moves to or from MPI_PROC_NULL, nor in a message of 0 elements, so like MPICH
+    // accept MPI_DATATYPE_NULL there (MPICH test suite, pt2pt/recvnull, part/nonblocking_pready).
+    if (!dt && dth == MPI_DATATYPE_NULL && (peer == MPI_PROC_NULL || count == 0))
+        dt = datatype_lookup(MPI_BYTE);
     if (!dt) return datatype_error(dth);  // says why: null, freed, uncommitted, MPI_LB/UB
     if (count < 0) return make_error(MPI_ERR_COUNT, "negative count %lld", (long long)count);
     if (r->kind == ReqKind::send) {
