@@ -339,16 +339,14 @@ int Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request* request) {
 
 int Bcast_init(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Info info, MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return bcast(buffer, count, datatype, root, comm, request, Call::persistent);
+    return Bcast_init_c(buffer, count, datatype, root, comm, info, request);
 }
 
 int Gather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                 MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return gather(Kind::gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr,
-                  recvtype, root, comm, request, Call::persistent);
+    return Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                         info, request);
 }
 
 int Gatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -362,9 +360,8 @@ int Gatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
 int Scatter_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                  MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return scatter(Kind::scatter, sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
-                   recvcount, recvtype, root, comm, request, Call::persistent);
+    return Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                          info, request);
 }
 
 int Scatterv_init(const void* sendbuf, const int sendcounts[], const int displs[],
@@ -378,9 +375,8 @@ int Scatterv_init(const void* sendbuf, const int sendcounts[], const int displs[
 int Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                    MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return allgather(Kind::allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
-                     nullptr, recvtype, comm, request, Call::persistent);
+    return Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                            request);
 }
 
 int Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -394,10 +390,8 @@ int Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
 int Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                   MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
-                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request,
-                    Call::persistent);
+    return Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info,
+                           request);
 }
 
 int Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
@@ -421,16 +415,12 @@ int Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispl
 
 int Reduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return reduction(Kind::reduce, sendbuf, recvbuf, count, nullptr, datatype, op, root, comm,
-                     request, Call::persistent);
+    return Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
 }
 
 int Allreduce_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return reduction(Kind::allreduce, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm,
-                     request, Call::persistent);
+    return Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 int Reduce_scatter_init(const void* sendbuf, void* recvbuf, const int recvcounts[],
@@ -444,23 +434,18 @@ int Reduce_scatter_init(const void* sendbuf, void* recvbuf, const int recvcounts
 int Reduce_scatter_block_init(const void* sendbuf, void* recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                               MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return reduction(Kind::reduce_scatter_block, sendbuf, recvbuf, recvcount, nullptr, datatype, op,
-                     0, comm, request, Call::persistent);
+    return Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
+                                       request);
 }
 
 int Scan_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return reduction(Kind::scan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, request,
-                     Call::persistent);
+    return Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 int Exscan_init(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (int rc = chk_info(comm, info)) return rc;
-    return reduction(Kind::exscan, sendbuf, recvbuf, count, nullptr, datatype, op, 0, comm, request,
-                     Call::persistent);
+    return Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
 }
 
 int Bcast_init_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm,

@@ -328,8 +328,8 @@ int Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_A
 // ---- MPI 4.0: large counts (MPI_Count counts, MPI_Aint displacements) and persistent forms ----
 static int need_info(MPI_Comm comm, MPI_Info info) {
     if (info == MPI_INFO_NULL || info_valid(info)) return MPI_SUCCESS;
-    return raise(comm_lookup(comm), make_error(MPI_ERR_INFO, "invalid info handle 0x%x",
-                                               unsigned(info)));
+    return raise(comm_lookup(comm),
+                 make_error(MPI_ERR_INFO, "invalid info handle 0x%x", unsigned(info)));
 }
 
 int Neighbor_allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -412,10 +412,8 @@ int Ineighbor_alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[],
 int Neighbor_allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                             MPI_Info info, MPI_Request* request) {
-    if (int rc = need_request(comm, request)) return rc;
-    if (int rc = need_info(comm, info)) return rc;
-    return core::nbr_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                               request, "MPI_Neighbor_allgather_init", true);
+    return Neighbor_allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                     comm, info, request);
 }
 
 int Neighbor_allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -431,10 +429,8 @@ int Neighbor_allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype se
 int Neighbor_alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                            int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                            MPI_Request* request) {
-    if (int rc = need_request(comm, request)) return rc;
-    if (int rc = need_info(comm, info)) return rc;
-    return core::nbr_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                              request, "MPI_Neighbor_alltoall_init", true);
+    return Neighbor_alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    comm, info, request);
 }
 
 int Neighbor_alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
