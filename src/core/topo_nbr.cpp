@@ -107,7 +107,15 @@ bool check_array(Comm* c, size_t n, const void* a, const char* what, int* rc) {
 // see persist.hpp) and run them as a new task at every MPI_Start.
 class PersistentNbr final : public PersistentOp {
 public:
-    PersistentNbr(Comm* c, std::vector<NbrOp> ops) : c_(c), ops_(std::move(ops)) {}
+    // The datatypes stay alive for every start, even if the user frees them after init.
+    PersistentNbr(Comm* c, std::vector<NbrOp> ops) : c_(c), ops_(std::move(ops)) {
+        for (const NbrOp& o : ops_)
+            if (const Datatype* d = datatype_lookup(o.dt)) datatype_retain(d);
+    }
+    ~PersistentNbr() override {
+        for (const NbrOp& o : ops_)
+            if (const Datatype* d = datatype_lookup(o.dt)) datatype_release(d);
+    }
     int start(Request** inner) override { return job_request(nbr_task(c_, ops_), c_, inner); }
 
 private:
