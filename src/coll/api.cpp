@@ -199,7 +199,7 @@ int launch(Args& a, MPI_Request* req, Call call) {
 
 }  // namespace
 
-// ---- the collectives (api_impl.hpp) --------------------------------------------------------------
+// ---- the collectives (api_impl.hpp) ------------------------------------------------------------
 int barrier(MPI_Comm comm, MPI_Request* req, Call call) {
     COMM(comm);
     if (call != Call::blocking) CHECK(chk_req(req));
@@ -243,8 +243,8 @@ struct Side {
     MPI_Datatype type;
 };
 }  // namespace
-static int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm, MPI_Request* req,
-           Call call) {
+static int rooted(Kind kind, const Side& rs, const Side& ms, int root, MPI_Comm comm,
+                  MPI_Request* req, Call call) {
     COMM(comm);
     if (call != Call::blocking) CHECK(chk_req(req));
     CHECK(chk_root(c, root));
@@ -460,7 +460,9 @@ namespace wanmpi::impl {
 using namespace wanmpi::coll;
 
 int Barrier(MPI_Comm comm) { return barrier(comm, nullptr, Call::blocking); }
-int Ibarrier(MPI_Comm comm, MPI_Request* request) { return barrier(comm, request, Call::nonblocking); }
+int Ibarrier(MPI_Comm comm, MPI_Request* request) {
+    return barrier(comm, request, Call::nonblocking);
+}
 
 int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
     return bcast(buffer, count, datatype, root, comm, nullptr, Call::blocking);
@@ -541,12 +543,14 @@ int Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
-                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, nullptr, Call::blocking);
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, nullptr,
+                    Call::blocking);
 }
 int Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     return alltoall(Kind::alltoall, sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
-                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request, Call::nonblocking);
+                    recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, comm, request,
+                    Call::nonblocking);
 }
 int Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],

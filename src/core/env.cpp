@@ -30,7 +30,8 @@ int Init_thread(int*, char***, int required, int* provided) {
                      world_state() == 1 ? "twice" : "after MPI_Finalize");
         std::abort();
     }
-    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE) required = MPI_THREAD_SINGLE;
+    if (required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        required = MPI_THREAD_SINGLE;
     if (engine_running()) {  // a session started it: the world model joins
         if (provided) *provided = thread_level();
     } else {

@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static unsigned char pattern(size_t i, int round) { return (unsigned char)(i * 131 + (i >> 20) + round * 7); }
+static unsigned char pattern(size_t i, int round) {
+    return (unsigned char)(i * 131 + (i >> 20) + round * 7);
+}
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     size_t big = ((size_t)2 << 30) + ((size_t)16 << 20), i;
-    unsigned char *buf;
+    unsigned char* buf;
     int rank, size, root, round, errs = 0, total;
     MPI_Request req;
     MPI_Init(&argc, &argv);
@@ -25,7 +26,8 @@ int main(int argc, char **argv)
     MPI_Bcast_init_c(buf, (MPI_Count)big, MPI_BYTE, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     for (round = 0; round < 3; round++) {
         for (i = 0; i < big; i++) buf[i] = rank == root ? pattern(i, round) : 0;
-        if (round == 0) MPI_Bcast_c(buf, (MPI_Count)big, MPI_BYTE, root, MPI_COMM_WORLD);
+        if (round == 0)
+            MPI_Bcast_c(buf, (MPI_Count)big, MPI_BYTE, root, MPI_COMM_WORLD);
         else {
             MPI_Start(&req);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -38,8 +40,10 @@ int main(int argc, char **argv)
     MPI_Request_free(&req);
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        if (total == 0) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
+        if (total == 0)
+            printf(" No Errors\n");
+        else
+            printf(" Found %d errors\n", total);
     }
     free(buf);
     MPI_Finalize();

@@ -18,20 +18,19 @@
 
 static int rank, size, errs;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (++errs < 20) {                                                                     \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__);                                  \
-                printf(__VA_ARGS__);                                                               \
-                printf("\n");                                                                      \
-                fflush(stdout);                                                                    \
-            }                                                                                      \
-        }                                                                                          \
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            if (++errs < 20) {                                    \
+                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
+                printf(__VA_ARGS__);                              \
+                printf("\n");                                     \
+                fflush(stdout);                                   \
+            }                                                     \
+        }                                                         \
     } while (0)
 
-static int cls(int rc)
-{
+static int cls(int rc) {
     int c = rc;
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
     return c;
@@ -40,8 +39,7 @@ static int cls(int rc)
 static int val(int round, int from, int i) { return 100000 * round + 1000 * from + i; }
 
 /* Element i of the message lives at buf[i * stride]. */
-static void one_case(const char *name, int sparts, int rparts, int total, int stride, int mode)
-{
+static void one_case(const char* name, int sparts, int rparts, int total, int stride, int mode) {
     int right = (rank + 1) % size, left = (rank - 1 + size) % size, round, i, p;
     int *sbuf = malloc(sizeof(int) * total * stride), *rbuf = malloc(sizeof(int) * total * stride);
     int *order = malloc(sizeof(int) * sparts), *seen = malloc(sizeof(int) * rparts);
@@ -80,7 +78,9 @@ static void one_case(const char *name, int sparts, int rparts, int total, int st
                 if (!flag) continue;
                 seen[p] = 1, arrived++;
                 for (i = p * (total / rparts); i < (p + 1) * (total / rparts); i++)
-                    CHECK(rbuf[i * stride] == val(round, left, i), "%s round %d partition %d elem %d: %d", name, round, p, i, rbuf[i * stride]);
+                    CHECK(rbuf[i * stride] == val(round, left, i),
+                          "%s round %d partition %d elem %d: %d", name, round, p, i,
+                          rbuf[i * stride]);
             }
         }
         {
@@ -89,14 +89,18 @@ static void one_case(const char *name, int sparts, int rparts, int total, int st
             int count = -1;
             rc = MPI_Waitall(2, both, st);
             CHECK(rc == MPI_SUCCESS, "%s: Waitall %d", name, rc);
-            CHECK(st[1].MPI_SOURCE == left && st[1].MPI_TAG == 7, "%s: status %d/%d", name, st[1].MPI_SOURCE, st[1].MPI_TAG);
+            CHECK(st[1].MPI_SOURCE == left && st[1].MPI_TAG == 7, "%s: status %d/%d", name,
+                  st[1].MPI_SOURCE, st[1].MPI_TAG);
             MPI_Get_count(&st[1], MPI_INT, &count);
             CHECK(count == total, "%s: count %d", name, count);
         }
-        for (i = 0; i < total; i++) CHECK(rbuf[i * stride] == val(round, left, i), "%s round %d elem %d after wait", name, round, i);
+        for (i = 0; i < total; i++)
+            CHECK(rbuf[i * stride] == val(round, left, i), "%s round %d elem %d after wait", name,
+                  round, i);
         if (stride > 1)
             for (i = 0; i < total * stride; i++)
-                if (i % stride) CHECK(rbuf[i] == -1, "%s: the gaps of the strided type are untouched", name);
+                if (i % stride)
+                    CHECK(rbuf[i] == -1, "%s: the gaps of the strided type are untouched", name);
     }
     MPI_Request_free(&sreq);
     MPI_Request_free(&rreq);
@@ -106,8 +110,7 @@ static void one_case(const char *name, int sparts, int rparts, int total, int st
 
 /* Two channels between the same pair with tags 1 and 2: the sender inits 1 then 2, the receiver
  * 2 then 1. Partitioned operations match by tag in init order, like other receives. */
-static void two_channels(void)
-{
+static void two_channels(void) {
     int right = (rank + 1) % size, left = (rank - 1 + size) % size, i;
     int s1[4], s2[8], r1[4], r2[8];
     MPI_Request q[4];
@@ -126,8 +129,7 @@ static void two_channels(void)
     for (i = 0; i < 4; i++) MPI_Request_free(&q[i]);
 }
 
-static void proc_null(void)
-{
+static void proc_null(void) {
     int b[4] = {1, 2, 3, 4}, flag = 0;
     MPI_Request s, r;
     MPI_Status st;
@@ -141,13 +143,13 @@ static void proc_null(void)
     CHECK(flag, "Parrived from MPI_PROC_NULL");
     MPI_Wait(&s, MPI_STATUS_IGNORE);
     MPI_Wait(&r, &st);
-    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "status of a receive from MPI_PROC_NULL: %d", st.MPI_SOURCE);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "status of a receive from MPI_PROC_NULL: %d",
+          st.MPI_SOURCE);
     MPI_Request_free(&s);
     MPI_Request_free(&r);
 }
 
-static void errors(void)
-{
+static void errors(void) {
     int right = (rank + 1) % size, left = (rank - 1 + size) % size, rc;
     int b[8] = {0}, c[8] = {0};
     MPI_Request s, r, bad;
@@ -172,14 +174,14 @@ static void errors(void)
     rc = MPI_Wait(&s, MPI_STATUS_IGNORE);
     CHECK(rc == MPI_SUCCESS, "the send side completes: %d", rc);
     rc = MPI_Wait(&r, &st);
-    CHECK(cls(rc) == MPI_ERR_TRUNCATE, "8 ints into a 6-int partitioned receive: class %d", cls(rc));
+    CHECK(cls(rc) == MPI_ERR_TRUNCATE, "8 ints into a 6-int partitioned receive: class %d",
+          cls(rc));
     MPI_Request_free(&s);
     MPI_Request_free(&r);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     int total;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -195,8 +197,10 @@ int main(int argc, char **argv)
     errors();
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        if (total == 0) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
+        if (total == 0)
+            printf(" No Errors\n");
+        else
+            printf(" Found %d errors\n", total);
     }
     MPI_Finalize();
     return total != 0;

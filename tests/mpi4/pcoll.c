@@ -17,23 +17,22 @@
 
 static int rank, size, errs;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (++errs < 20) {                                                                     \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__);                                  \
-                printf(__VA_ARGS__);                                                               \
-                printf("\n");                                                                      \
-                fflush(stdout);                                                                    \
-            }                                                                                      \
-        }                                                                                          \
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            if (++errs < 20) {                                    \
+                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
+                printf(__VA_ARGS__);                              \
+                printf("\n");                                     \
+                fflush(stdout);                                   \
+            }                                                     \
+        }                                                         \
     } while (0)
 
 /* The value rank r contributes at element i in iteration it. */
 static int val(int it, int r, int i) { return 1000 * it + 10 * r + i + 1; }
 
-static void run(MPI_Request *req)
-{
+static void run(MPI_Request* req) {
     int rc = MPI_Start(req);
     CHECK(rc == MPI_SUCCESS, "MPI_Start: %d", rc);
     rc = MPI_Wait(req, MPI_STATUS_IGNORE);
@@ -41,8 +40,7 @@ static void run(MPI_Request *req)
     CHECK(*req != MPI_REQUEST_NULL, "a persistent request stays allocated");
 }
 
-static void test_bcast_barrier(int large)
-{
+static void test_bcast_barrier(int large) {
     int buf[N], it, i, root = size - 1;
     MPI_Request req, breq;
     if (large)
@@ -53,7 +51,8 @@ static void test_bcast_barrier(int large)
     for (it = 0; it < ITERS; it++) {
         for (i = 0; i < N; i++) buf[i] = rank == root ? val(it, root, i) : -1;
         run(&req);
-        for (i = 0; i < N; i++) CHECK(buf[i] == val(it, root, i), "bcast it %d [%d]=%d", it, i, buf[i]);
+        for (i = 0; i < N; i++)
+            CHECK(buf[i] == val(it, root, i), "bcast it %d [%d]=%d", it, i, buf[i]);
         run(&breq);
     }
     MPI_Request_free(&req);
@@ -61,12 +60,11 @@ static void test_bcast_barrier(int large)
     CHECK(req == MPI_REQUEST_NULL, "Request_free sets MPI_REQUEST_NULL");
 }
 
-static void test_gather_scatter(int large)
-{
+static void test_gather_scatter(int large) {
     int *all = malloc(sizeof(int) * N * size), mine[N], it, i, r, root = 0;
     int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
-    MPI_Count *ccounts = malloc(sizeof(MPI_Count) * size);
-    MPI_Aint *cdispls = malloc(sizeof(MPI_Aint) * size);
+    MPI_Count* ccounts = malloc(sizeof(MPI_Count) * size);
+    MPI_Aint* cdispls = malloc(sizeof(MPI_Aint) * size);
     MPI_Request req[6];
     for (r = 0; r < size; r++) {
         counts[r] = N;
@@ -75,19 +73,31 @@ static void test_gather_scatter(int large)
         cdispls[r] = displs[r];
     }
     if (large) {
-        MPI_Gather_init_c(mine, N, MPI_INT, all, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-        MPI_Gatherv_init_c(mine, N, MPI_INT, all, ccounts, cdispls, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Allgather_init_c(mine, N, MPI_INT, all, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
-        MPI_Allgatherv_init_c(mine, N, MPI_INT, all, ccounts, cdispls, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[3]);
-        MPI_Scatter_init_c(all, N, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[4]);
-        MPI_Scatterv_init_c(all, ccounts, cdispls, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]);
+        MPI_Gather_init_c(mine, N, MPI_INT, all, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                          &req[0]);
+        MPI_Gatherv_init_c(mine, N, MPI_INT, all, ccounts, cdispls, MPI_INT, root, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &req[1]);
+        MPI_Allgather_init_c(mine, N, MPI_INT, all, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL,
+                             &req[2]);
+        MPI_Allgatherv_init_c(mine, N, MPI_INT, all, ccounts, cdispls, MPI_INT, MPI_COMM_WORLD,
+                              MPI_INFO_NULL, &req[3]);
+        MPI_Scatter_init_c(all, N, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                           &req[4]);
+        MPI_Scatterv_init_c(all, ccounts, cdispls, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD,
+                            MPI_INFO_NULL, &req[5]);
     } else {
-        MPI_Gather_init(mine, N, MPI_INT, all, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-        MPI_Gatherv_init(mine, N, MPI_INT, all, counts, displs, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Allgather_init(mine, N, MPI_INT, all, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
-        MPI_Allgatherv_init(mine, N, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[3]);
-        MPI_Scatter_init(all, N, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[4]);
-        MPI_Scatterv_init(all, counts, displs, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]);
+        MPI_Gather_init(mine, N, MPI_INT, all, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                        &req[0]);
+        MPI_Gatherv_init(mine, N, MPI_INT, all, counts, displs, MPI_INT, root, MPI_COMM_WORLD,
+                         MPI_INFO_NULL, &req[1]);
+        MPI_Allgather_init(mine, N, MPI_INT, all, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL,
+                           &req[2]);
+        MPI_Allgatherv_init(mine, N, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD,
+                            MPI_INFO_NULL, &req[3]);
+        MPI_Scatter_init(all, N, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                         &req[4]);
+        MPI_Scatterv_init(all, counts, displs, MPI_INT, mine, N, MPI_INT, root, MPI_COMM_WORLD,
+                          MPI_INFO_NULL, &req[5]);
     }
     for (it = 0; it < ITERS; it++) {
         int k;
@@ -100,7 +110,8 @@ static void test_gather_scatter(int large)
             for (r = 0; r < size; r++)
                 for (i = 0; i < N; i++) {
                     int at = (v ? displs[r] : N * r) + i;
-                    CHECK(all[at] == val(it + k, r, i), "op %d it %d from %d [%d]: %d", k, it, r, i, all[at]);
+                    CHECK(all[at] == val(it + k, r, i), "op %d it %d from %d [%d]: %d", k, it, r, i,
+                          all[at]);
                 }
         }
         for (k = 4; k < 6; k++) { /* scatter(v) */
@@ -110,21 +121,23 @@ static void test_gather_scatter(int large)
                     for (i = 0; i < N; i++) all[(v ? displs[r] : N * r) + i] = val(it + k, r, i);
             for (i = 0; i < N; i++) mine[i] = -1;
             run(&req[k]);
-            for (i = 0; i < N; i++) CHECK(mine[i] == val(it + k, rank, i), "scatter%s it %d [%d]: %d", v ? "v" : "", it, i, mine[i]);
+            for (i = 0; i < N; i++)
+                CHECK(mine[i] == val(it + k, rank, i), "scatter%s it %d [%d]: %d", v ? "v" : "", it,
+                      i, mine[i]);
         }
     }
     for (i = 0; i < 6; i++) MPI_Request_free(&req[i]);
     free(all), free(counts), free(displs), free(ccounts), free(cdispls);
 }
 
-static void test_alltoall(int large)
-{
+static void test_alltoall(int large) {
     int n = N * size, it, i, r, k;
     int *sb = malloc(sizeof(int) * n), *rb = malloc(sizeof(int) * n);
-    int *cnt = malloc(sizeof(int) * size), *dsp = malloc(sizeof(int) * size), *bdsp = malloc(sizeof(int) * size);
-    MPI_Count *ccnt = malloc(sizeof(MPI_Count) * size);
+    int *cnt = malloc(sizeof(int) * size), *dsp = malloc(sizeof(int) * size),
+        *bdsp = malloc(sizeof(int) * size);
+    MPI_Count* ccnt = malloc(sizeof(MPI_Count) * size);
     MPI_Aint *cdsp = malloc(sizeof(MPI_Aint) * size), *cbdsp = malloc(sizeof(MPI_Aint) * size);
-    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * size);
+    MPI_Datatype* types = malloc(sizeof(MPI_Datatype) * size);
     MPI_Request req[3];
     for (r = 0; r < size; r++) {
         cnt[r] = N, ccnt[r] = N;
@@ -134,12 +147,16 @@ static void test_alltoall(int large)
     }
     if (large) {
         MPI_Alltoall_init_c(sb, N, MPI_INT, rb, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-        MPI_Alltoallv_init_c(sb, ccnt, cdsp, MPI_INT, rb, ccnt, cdsp, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Alltoallw_init_c(sb, ccnt, cbdsp, types, rb, ccnt, cbdsp, types, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
+        MPI_Alltoallv_init_c(sb, ccnt, cdsp, MPI_INT, rb, ccnt, cdsp, MPI_INT, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &req[1]);
+        MPI_Alltoallw_init_c(sb, ccnt, cbdsp, types, rb, ccnt, cbdsp, types, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &req[2]);
     } else {
         MPI_Alltoall_init(sb, N, MPI_INT, rb, N, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
-        MPI_Alltoallv_init(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Alltoallw_init(sb, cnt, bdsp, types, rb, cnt, bdsp, types, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
+        MPI_Alltoallv_init(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &req[1]);
+        MPI_Alltoallw_init(sb, cnt, bdsp, types, rb, cnt, bdsp, types, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &req[2]);
     }
     for (it = 0; it < ITERS; it++)
         for (k = 0; k < 3; k++) {
@@ -150,31 +167,37 @@ static void test_alltoall(int large)
             run(&req[k]);
             for (r = 0; r < size; r++)
                 for (i = 0; i < N; i++)
-                    CHECK(rb[N * r + i] == val(it + k, 100 * r + rank, i), "alltoall%d it %d from %d [%d]: %d", k, it, r, i, rb[N * r + i]);
+                    CHECK(rb[N * r + i] == val(it + k, 100 * r + rank, i),
+                          "alltoall%d it %d from %d [%d]: %d", k, it, r, i, rb[N * r + i]);
         }
     for (k = 0; k < 3; k++) MPI_Request_free(&req[k]);
-    free(sb), free(rb), free(cnt), free(dsp), free(bdsp), free(ccnt), free(cdsp), free(cbdsp), free(types);
+    free(sb), free(rb), free(cnt), free(dsp), free(bdsp), free(ccnt), free(cdsp), free(cbdsp),
+        free(types);
 }
 
-static void test_reductions(int large)
-{
+static void test_reductions(int large) {
     int n = N * size, it, i, r, k;
-    int *sb = malloc(sizeof(int) * n), *rb = malloc(sizeof(int) * n), *rc = malloc(sizeof(int) * size);
-    MPI_Count *crc = malloc(sizeof(MPI_Count) * size);
+    int *sb = malloc(sizeof(int) * n), *rb = malloc(sizeof(int) * n),
+        *rc = malloc(sizeof(int) * size);
+    MPI_Count* crc = malloc(sizeof(MPI_Count) * size);
     MPI_Request req[6];
     for (r = 0; r < size; r++) rc[r] = N, crc[r] = N;
     if (large) {
         MPI_Reduce_init_c(sb, rb, N, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
         MPI_Allreduce_init_c(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Reduce_scatter_init_c(sb, rb, crc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
-        MPI_Reduce_scatter_block_init_c(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[3]);
+        MPI_Reduce_scatter_init_c(sb, rb, crc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                  &req[2]);
+        MPI_Reduce_scatter_block_init_c(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                        &req[3]);
         MPI_Scan_init_c(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[4]);
         MPI_Exscan_init_c(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]);
     } else {
         MPI_Reduce_init(sb, rb, N, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
         MPI_Allreduce_init(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]);
-        MPI_Reduce_scatter_init(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[2]);
-        MPI_Reduce_scatter_block_init(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[3]);
+        MPI_Reduce_scatter_init(sb, rb, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                &req[2]);
+        MPI_Reduce_scatter_block_init(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                      &req[3]);
         MPI_Scan_init(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[4]);
         MPI_Exscan_init(sb, rb, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req[5]);
     }
@@ -198,8 +221,7 @@ static void test_reductions(int large)
 
 /* Neighbor collectives on a periodic ring (two neighbors each, the same process twice when
  * size <= 2). */
-static void test_neighbor(int large)
-{
+static void test_neighbor(int large) {
     MPI_Comm ring;
     int dims[1] = {size}, periods[1] = {1}, it, k, i;
     int sb[2 * N], rb[2 * N], cnt[2] = {N, N}, dsp[2] = {0, N};
@@ -211,16 +233,22 @@ static void test_neighbor(int large)
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
     if (large) {
         MPI_Neighbor_allgather_init_c(sb, N, MPI_INT, rb, N, MPI_INT, ring, MPI_INFO_NULL, &req[0]);
-        MPI_Neighbor_allgatherv_init_c(sb, N, MPI_INT, rb, ccnt, cdsp, MPI_INT, ring, MPI_INFO_NULL, &req[1]);
+        MPI_Neighbor_allgatherv_init_c(sb, N, MPI_INT, rb, ccnt, cdsp, MPI_INT, ring, MPI_INFO_NULL,
+                                       &req[1]);
         MPI_Neighbor_alltoall_init_c(sb, N, MPI_INT, rb, N, MPI_INT, ring, MPI_INFO_NULL, &req[2]);
-        MPI_Neighbor_alltoallv_init_c(sb, ccnt, cdsp, MPI_INT, rb, ccnt, cdsp, MPI_INT, ring, MPI_INFO_NULL, &req[3]);
-        MPI_Neighbor_alltoallw_init_c(sb, ccnt, bdsp, types, rb, ccnt, bdsp, types, ring, MPI_INFO_NULL, &req[4]);
+        MPI_Neighbor_alltoallv_init_c(sb, ccnt, cdsp, MPI_INT, rb, ccnt, cdsp, MPI_INT, ring,
+                                      MPI_INFO_NULL, &req[3]);
+        MPI_Neighbor_alltoallw_init_c(sb, ccnt, bdsp, types, rb, ccnt, bdsp, types, ring,
+                                      MPI_INFO_NULL, &req[4]);
     } else {
         MPI_Neighbor_allgather_init(sb, N, MPI_INT, rb, N, MPI_INT, ring, MPI_INFO_NULL, &req[0]);
-        MPI_Neighbor_allgatherv_init(sb, N, MPI_INT, rb, cnt, dsp, MPI_INT, ring, MPI_INFO_NULL, &req[1]);
+        MPI_Neighbor_allgatherv_init(sb, N, MPI_INT, rb, cnt, dsp, MPI_INT, ring, MPI_INFO_NULL,
+                                     &req[1]);
         MPI_Neighbor_alltoall_init(sb, N, MPI_INT, rb, N, MPI_INT, ring, MPI_INFO_NULL, &req[2]);
-        MPI_Neighbor_alltoallv_init(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, ring, MPI_INFO_NULL, &req[3]);
-        MPI_Neighbor_alltoallw_init(sb, cnt, bdsp, types, rb, cnt, bdsp, types, ring, MPI_INFO_NULL, &req[4]);
+        MPI_Neighbor_alltoallv_init(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, ring,
+                                    MPI_INFO_NULL, &req[3]);
+        MPI_Neighbor_alltoallw_init(sb, cnt, bdsp, types, rb, cnt, bdsp, types, ring, MPI_INFO_NULL,
+                                    &req[4]);
     }
     for (it = 0; it < ITERS; it++)
         for (k = 0; k < 5; k++) {
@@ -235,8 +263,10 @@ static void test_neighbor(int large)
             for (i = 0; i < N; i++) {
                 int from_left = k < 2 ? val(it + k, 2 * left, i) : val(it + k, 2 * left + 1, i);
                 int from_right = val(it + k, 2 * right, i);
-                CHECK(rb[i] == from_left, "neighbor %d it %d left [%d]: %d want %d", k, it, i, rb[i], from_left);
-                CHECK(rb[N + i] == from_right, "neighbor %d it %d right [%d]: %d want %d", k, it, i, rb[N + i], from_right);
+                CHECK(rb[i] == from_left, "neighbor %d it %d left [%d]: %d want %d", k, it, i,
+                      rb[i], from_left);
+                CHECK(rb[N + i] == from_right, "neighbor %d it %d right [%d]: %d want %d", k, it, i,
+                      rb[N + i], from_right);
             }
         }
     for (k = 0; k < 5; k++) MPI_Request_free(&req[k]);
@@ -245,8 +275,7 @@ static void test_neighbor(int large)
 
 /* A mix started by one MPI_Startall, in another order on odd ranks; also MPI_Testall polling
  * and a blocking collective between the rounds. */
-static void test_startall(void)
-{
+static void test_startall(void) {
     int a[N], b[N], s[N], it, i;
     MPI_Request req[3], odd[3];
     MPI_Bcast_init(a, N, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]);
@@ -278,12 +307,11 @@ static void test_startall(void)
 }
 
 /* The nonblocking and blocking large-count forms (counts in range). */
-static void test_c_forms(void)
-{
+static void test_c_forms(void) {
     int n = N * size, i, r;
     int *sb = malloc(sizeof(int) * n), *rb = malloc(sizeof(int) * n);
-    MPI_Count *cnt = malloc(sizeof(MPI_Count) * size);
-    MPI_Aint *dsp = malloc(sizeof(MPI_Aint) * size);
+    MPI_Count* cnt = malloc(sizeof(MPI_Count) * size);
+    MPI_Aint* dsp = malloc(sizeof(MPI_Aint) * size);
     MPI_Request req;
     for (r = 0; r < size; r++) cnt[r] = N, dsp[r] = (MPI_Aint)N * r;
     for (i = 0; i < n; i++) sb[i] = val(1, rank, i), rb[i] = -1;
@@ -297,11 +325,13 @@ static void test_c_forms(void)
     MPI_Iallgatherv_c(sb, N, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     for (r = 0; r < size; r++)
-        for (i = 0; i < N; i++) CHECK(rb[N * r + i] == val(1, r, i), "Iallgatherv_c from %d [%d]", r, i);
+        for (i = 0; i < N; i++)
+            CHECK(rb[N * r + i] == val(1, r, i), "Iallgatherv_c from %d [%d]", r, i);
     for (i = 0; i < n; i++) rb[i] = -1;
     MPI_Alltoallv_c(sb, cnt, dsp, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD);
     for (r = 0; r < size; r++)
-        for (i = 0; i < N; i++) CHECK(rb[N * r + i] == val(1, r, N * rank + i), "Alltoallv_c from %d [%d]", r, i);
+        for (i = 0; i < N; i++)
+            CHECK(rb[N * r + i] == val(1, r, N * rank + i), "Alltoallv_c from %d [%d]", r, i);
     for (i = 0; i < N; i++) rb[i] = rank == 0 ? 42 + i : -1;
     MPI_Ibcast_c(rb, (MPI_Count)N, MPI_INT, 0, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -309,19 +339,17 @@ static void test_c_forms(void)
     free(sb), free(rb), free(cnt), free(dsp);
 }
 
-static int cls(int rc)
-{
+static int cls(int rc) {
     int c = rc;
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
     return c;
 }
 
-static void test_errors(void)
-{
+static void test_errors(void) {
     int buf[4] = {0}, rc;
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Count *cnt = malloc(sizeof(MPI_Count) * size);
-    MPI_Aint *dsp = malloc(sizeof(MPI_Aint) * size);
+    MPI_Count* cnt = malloc(sizeof(MPI_Count) * size);
+    MPI_Aint* dsp = malloc(sizeof(MPI_Aint) * size);
     MPI_Info freed;
     int r;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -332,7 +360,8 @@ static void test_errors(void)
     CHECK(cls(rc) == MPI_ERR_ROOT, "Bcast_init bad root: class %d", cls(rc));
     rc = MPI_Allreduce_init(buf, buf + 1, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, freed, &req);
     CHECK(cls(rc) == MPI_ERR_INFO, "Allreduce_init bad info: class %d", cls(rc));
-    rc = MPI_Reduce_init(buf, buf + 1, -1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    rc =
+        MPI_Reduce_init(buf, buf + 1, -1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
     CHECK(cls(rc) == MPI_ERR_COUNT, "Reduce_init negative count: class %d", cls(rc));
     for (r = 0; r < size; r++) cnt[r] = 1, dsp[r] = r;
     dsp[size - 1] = (MPI_Aint)INT_MAX + 10;
@@ -344,8 +373,7 @@ static void test_errors(void)
     free(cnt), free(dsp);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     int total, large;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -362,8 +390,10 @@ int main(int argc, char **argv)
     test_errors();
     MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        if (total == 0) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
+        if (total == 0)
+            printf(" No Errors\n");
+        else
+            printf(" Found %d errors\n", total);
     }
     MPI_Finalize();
     return total != 0;

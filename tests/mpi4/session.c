@@ -12,34 +12,31 @@
 static int errs, rank = -1, handler_calls, handler_code;
 static MPI_Session handler_session;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (++errs < 20) {                                                                     \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__);                                  \
-                printf(__VA_ARGS__);                                                               \
-                printf("\n");                                                                      \
-                fflush(stdout);                                                                    \
-            }                                                                                      \
-        }                                                                                          \
+#define CHECK(cond, ...)                                          \
+    do {                                                          \
+        if (!(cond)) {                                            \
+            if (++errs < 20) {                                    \
+                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
+                printf(__VA_ARGS__);                              \
+                printf("\n");                                     \
+                fflush(stdout);                                   \
+            }                                                     \
+        }                                                         \
     } while (0)
 
-static void on_error(MPI_Session *s, int *code, ...)
-{
+static void on_error(MPI_Session* s, int* code, ...) {
     handler_calls++;
     handler_code = *code;
     handler_session = *s;
 }
 
-static int cls(int rc)
-{
+static int cls(int rc) {
     int c = rc;
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
     return c;
 }
 
-int main(void)
-{
+int main(void) {
     MPI_Session s1, s2;
     MPI_Info info;
     MPI_Group world, self;
@@ -108,7 +105,8 @@ int main(void)
     CHECK(handler_calls == 1 && handler_session == s1 && cls(handler_code) == MPI_ERR_ARG,
           "the session handler ran: %d calls, class %d", handler_calls, cls(handler_code));
     MPI_Session_call_errhandler(s1, MPI_ERR_OTHER);
-    CHECK(handler_calls == 2 && handler_code == MPI_ERR_OTHER, "call_errhandler: %d", handler_calls);
+    CHECK(handler_calls == 2 && handler_code == MPI_ERR_OTHER, "call_errhandler: %d",
+          handler_calls);
     MPI_Session_get_errhandler(s1, &got);
     CHECK(got == eh, "get_errhandler");
     MPI_Errhandler_free(&got);
@@ -128,8 +126,10 @@ int main(void)
     if (rank == 0) {
         /* counted on every rank through the exit code; rank 0 prints the verdict of its own
          * checks and the launcher fails the test if any rank exits non-zero */
-        if (errs == 0) printf(" No Errors\n");
-        else printf(" Found %d errors\n", errs);
+        if (errs == 0)
+            printf(" No Errors\n");
+        else
+            printf(" Found %d errors\n", errs);
     }
     return errs != 0;
 }
