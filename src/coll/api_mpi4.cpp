@@ -65,6 +65,85 @@ int chk_info(MPI_Comm comm, MPI_Info info) {
                                         core::t_api_name, unsigned(info)));
 }
 
+// Gatherv_c, Igatherv_c and Gatherv_init_c: the narrowing, then the collective.
+int gatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+              const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+              int root, MPI_Comm comm, MPI_Request* request, Call call) {
+    Narrow nw(comm);
+    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
+                  recvtype, root, comm, request, call);
+}
+
+// Scatterv_c, Iscatterv_c and Scatterv_init_c: the narrowing, then the collective.
+int scatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+               MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+               int root, MPI_Comm comm, MPI_Request* request, Call call) {
+    Narrow nw(comm);
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
+    const int* displs_ = nw(displs, "displs", nw.is_root(root));
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
+                   recvtype, root, comm, request, call);
+}
+
+// Allgatherv_c, Iallgatherv_c and Allgatherv_init_c: the narrowing, then the collective.
+int allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
+                 MPI_Comm comm, MPI_Request* request, Call call) {
+    Narrow nw(comm);
+    const int* recvcounts_ = nw(recvcounts, "recvcounts");
+    const int* displs_ = nw(displs, "displs");
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_,
+                     displs_, recvtype, comm, request, call);
+}
+
+// Alltoallv_c, Ialltoallv_c and Alltoallv_init_c: the narrowing, then the collective.
+int alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
+                const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                MPI_Request* request, Call call) {
+    Narrow nw(comm);
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
+    const int* recvcounts_ = nw(recvcounts, "recvcounts");
+    const int* rdispls_ = nw(rdispls, "rdispls");
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts_, sdispls_, sendtype, nullptr, recvbuf,
+                    0, recvcounts_, rdispls_, recvtype, nullptr, comm, request, call);
+}
+
+// Alltoallw_c, Ialltoallw_c and Alltoallw_init_c: the narrowing, then the collective.
+int alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
+                const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                MPI_Request* request, Call call) {
+    Narrow nw(comm);
+    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
+    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
+    const int* recvcounts_ = nw(recvcounts, "recvcounts");
+    const int* rdispls_ = nw(rdispls, "rdispls");
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts_, sdispls_, MPI_DATATYPE_NULL,
+                    sendtypes, recvbuf, 0, recvcounts_, rdispls_, MPI_DATATYPE_NULL, recvtypes,
+                    comm, request, call);
+}
+
+// Reduce_scatter_c, Ireduce_scatter_c and Reduce_scatter_init_c: the narrowing, then the
+// collective.
+int reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[],
+                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request,
+                     Call call) {
+    Narrow nw(comm);
+    const int* recvcounts_ = nw(recvcounts, "recvcounts");
+    if (nw.rc != MPI_SUCCESS) return nw.rc;
+    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts_, datatype, op, 0, comm,
+                     request, call);
+}
+
 }  // namespace
 }  // namespace wanmpi::coll
 
@@ -84,12 +163,8 @@ int Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, vo
 int Gatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
               const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
               int root, MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
-                  recvtype, root, comm, nullptr, Call::blocking);
+    return gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm, nullptr, Call::blocking);
 }
 
 int Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -101,12 +176,8 @@ int Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, v
 int Scatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
                MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                int root, MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
-                   recvtype, root, comm, nullptr, Call::blocking);
+    return scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm, nullptr, Call::blocking);
 }
 
 int Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -118,12 +189,8 @@ int Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
 int Allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                  const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                  MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_,
-                     displs_, recvtype, comm, nullptr, Call::blocking);
+    return allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                        nullptr, Call::blocking);
 }
 
 int Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -136,28 +203,15 @@ int Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, 
 int Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                 MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                 const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts_, sdispls_, sendtype, nullptr, recvbuf,
-                    0, recvcounts_, rdispls_, recvtype, nullptr, comm, nullptr, Call::blocking);
+    return alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm, nullptr, Call::blocking);
 }
 
 int Alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                 const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts_, sdispls_, MPI_DATATYPE_NULL,
-                    sendtypes, recvbuf, 0, recvcounts_, rdispls_, MPI_DATATYPE_NULL, recvtypes,
-                    comm, nullptr, Call::blocking);
+    return alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                       recvtypes, comm, nullptr, Call::blocking);
 }
 
 int Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
@@ -174,11 +228,8 @@ int Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatyp
 
 int Reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[],
                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts_, datatype, op, 0, comm,
-                     nullptr, Call::blocking);
+    return reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, nullptr,
+                            Call::blocking);
 }
 
 int Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
@@ -214,12 +265,8 @@ int Igather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, v
 int Igatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                int root, MPI_Comm comm, MPI_Request* request) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
-                  recvtype, root, comm, request, Call::nonblocking);
+    return gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm, request, Call::nonblocking);
 }
 
 int Iscatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -232,12 +279,8 @@ int Iscatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, 
 int Iscatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
                 MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                 int root, MPI_Comm comm, MPI_Request* request) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
-                   recvtype, root, comm, request, Call::nonblocking);
+    return scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm, request, Call::nonblocking);
 }
 
 int Iallgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -249,12 +292,8 @@ int Iallgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
 int Iallgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
                   const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                   MPI_Comm comm, MPI_Request* request) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_,
-                     displs_, recvtype, comm, request, Call::nonblocking);
+    return allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                        request, Call::nonblocking);
 }
 
 int Ialltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -268,29 +307,16 @@ int Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ai
                  MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                  const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                  MPI_Request* request) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts_, sdispls_, sendtype, nullptr, recvbuf,
-                    0, recvcounts_, rdispls_, recvtype, nullptr, comm, request, Call::nonblocking);
+    return alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm, request, Call::nonblocking);
 }
 
 int Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                  const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[],
                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                  MPI_Request* request) {
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts_, sdispls_, MPI_DATATYPE_NULL,
-                    sendtypes, recvbuf, 0, recvcounts_, rdispls_, MPI_DATATYPE_NULL, recvtypes,
-                    comm, request, Call::nonblocking);
+    return alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                       recvtypes, comm, request, Call::nonblocking);
 }
 
 int Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
@@ -307,11 +333,8 @@ int Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
 
 int Ireduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[],
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts_, datatype, op, 0, comm,
-                     request, Call::nonblocking);
+    return reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
+                            Call::nonblocking);
 }
 
 int Ireduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,
@@ -466,12 +489,8 @@ int Gatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                    int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return gather(Kind::gatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_, displs_,
-                  recvtype, root, comm, request, Call::persistent);
+    return gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm, request, Call::persistent);
 }
 
 int Scatter_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -487,12 +506,8 @@ int Scatterv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                     MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", nw.is_root(root));
-    const int* displs_ = nw(displs, "displs", nw.is_root(root));
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return scatter(Kind::scatterv, sendbuf, 0, sendcounts_, displs_, sendtype, recvbuf, recvcount,
-                   recvtype, root, comm, request, Call::persistent);
+    return scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm, request, Call::persistent);
 }
 
 int Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -507,12 +522,8 @@ int Allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sen
                       void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* displs_ = nw(displs, "displs");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return allgather(Kind::allgatherv, sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts_,
-                     displs_, recvtype, comm, request, Call::persistent);
+    return allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                        request, Call::persistent);
 }
 
 int Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -529,14 +540,8 @@ int Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                      MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts_, sdispls_, sendtype, nullptr, recvbuf,
-                    0, recvcounts_, rdispls_, recvtype, nullptr, comm, request, Call::persistent);
+    return alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm, request, Call::persistent);
 }
 
 int Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
@@ -544,15 +549,8 @@ int Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                      MPI_Info info, MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts_, sdispls_, MPI_DATATYPE_NULL,
-                    sendtypes, recvbuf, 0, recvcounts_, rdispls_, MPI_DATATYPE_NULL, recvtypes,
-                    comm, request, Call::persistent);
+    return alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                       recvtypes, comm, request, Call::persistent);
 }
 
 int Reduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -573,11 +571,8 @@ int Reduce_scatter_init_c(const void* sendbuf, void* recvbuf, const MPI_Count re
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                           MPI_Request* request) {
     if (int rc = chk_info(comm, info)) return rc;
-    Narrow nw(comm);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return reduction(Kind::reduce_scatter, sendbuf, recvbuf, 0, recvcounts_, datatype, op, 0, comm,
-                     request, Call::persistent);
+    return reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request,
+                            Call::persistent);
 }
 
 int Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount,

@@ -9,32 +9,16 @@
  * Pready of a partition out of range (MPI_ERR_ARG), on a receive request and on an inactive
  * request (MPI_ERR_REQUEST), Psend_init with MPI_ANY_TAG (MPI_ERR_TAG), and a size mismatch
  * reported by the receive (MPI_ERR_TRUNCATE). */
-#include <mpi.h>
+#include "mpi4test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ROUNDS 3
 
-static int rank, size, errs;
+static int size;
 
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            if (++errs < 20) {                                    \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
-                printf(__VA_ARGS__);                              \
-                printf("\n");                                     \
-                fflush(stdout);                                   \
-            }                                                     \
-        }                                                         \
-    } while (0)
 
-static int cls(int rc) {
-    int c = rc;
-    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
-    return c;
-}
 
 static int val(int round, int from, int i) { return 100000 * round + 1000 * from + i; }
 
@@ -195,13 +179,7 @@ int main(int argc, char** argv) {
     two_channels();
     proc_null();
     errors();
-    MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) {
-        if (total == 0)
-            printf(" No Errors\n");
-        else
-            printf(" Found %d errors\n", total);
-    }
+    total = mpi4_verdict(MPI_COMM_WORLD);
     MPI_Finalize();
-    return total != 0;
+    return total;
 }

@@ -7,7 +7,7 @@
  * Then the error classes of bad arguments: MPI_ERR_INFO, MPI_ERR_ROOT, MPI_ERR_COUNT (an
  * MPI_Count displacement beyond what wanmpi's v-collectives take), MPI_ERR_REQUEST. */
 #include <limits.h>
-#include <mpi.h>
+#include "mpi4test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +15,8 @@
 #define ITERS 4
 #define N 5 /* elements per rank */
 
-static int rank, size, errs;
+static int size;
 
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            if (++errs < 20) {                                    \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
-                printf(__VA_ARGS__);                              \
-                printf("\n");                                     \
-                fflush(stdout);                                   \
-            }                                                     \
-        }                                                         \
-    } while (0)
 
 /* The value rank r contributes at element i in iteration it. */
 static int val(int it, int r, int i) { return 1000 * it + 10 * r + i + 1; }
@@ -339,11 +328,6 @@ static void test_c_forms(void) {
     free(sb), free(rb), free(cnt), free(dsp);
 }
 
-static int cls(int rc) {
-    int c = rc;
-    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
-    return c;
-}
 
 static void test_errors(void) {
     int buf[4] = {0}, rc;
@@ -388,13 +372,7 @@ int main(int argc, char** argv) {
     test_startall();
     test_c_forms();
     test_errors();
-    MPI_Allreduce(&errs, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) {
-        if (total == 0)
-            printf(" No Errors\n");
-        else
-            printf(" Found %d errors\n", total);
-    }
+    total = mpi4_verdict(MPI_COMM_WORLD);
     MPI_Finalize();
-    return total != 0;
+    return total;
 }

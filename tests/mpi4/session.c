@@ -4,25 +4,14 @@
  * Allreduce); the world model stays uninitialized (MPI_Initialized false) throughout; session
  * error handlers (a user handler sees the session and the code of a bad pset name, which is
  * MPI_ERR_ARG; MPI_Session_call_errhandler; get/set); bad handles; finalize both. */
-#include <mpi.h>
+#include "mpi4test.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int errs, rank = -1, handler_calls, handler_code;
+static int handler_calls, handler_code;
 static MPI_Session handler_session;
 
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            if (++errs < 20) {                                    \
-                printf("[%d] %s:%d: ", rank, __FILE__, __LINE__); \
-                printf(__VA_ARGS__);                              \
-                printf("\n");                                     \
-                fflush(stdout);                                   \
-            }                                                     \
-        }                                                         \
-    } while (0)
 
 static void on_error(MPI_Session* s, int* code, ...) {
     handler_calls++;
@@ -30,11 +19,6 @@ static void on_error(MPI_Session* s, int* code, ...) {
     handler_session = *s;
 }
 
-static int cls(int rc) {
-    int c = rc;
-    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
-    return c;
-}
 
 int main(void) {
     MPI_Session s1, s2;
