@@ -101,19 +101,28 @@ int allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
                      displs_, recvtype, comm, request, call);
 }
 
+// The four arrays of an alltoallv/w-style call, narrowed (the send ones only without
+// MPI_IN_PLACE, where they are not significant).
+struct NarrowV {
+    const int *sendcounts, *sdispls, *recvcounts, *rdispls;
+    NarrowV(Narrow& nw, const void* sendbuf, const MPI_Count sc[], const MPI_Aint sd[],
+            const MPI_Count rc[], const MPI_Aint rd[])
+        : sendcounts(nw(sc, "sendcounts", sendbuf != MPI_IN_PLACE)),
+          sdispls(nw(sd, "sdispls", sendbuf != MPI_IN_PLACE)),
+          recvcounts(nw(rc, "recvcounts")),
+          rdispls(nw(rd, "rdispls")) {}
+};
+
 // Alltoallv_c, Ialltoallv_c and Alltoallv_init_c: the narrowing, then the collective.
 int alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
                 MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[],
                 const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                 MPI_Request* request, Call call) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
+    const NarrowV v(nw, sendbuf, sendcounts, sdispls, recvcounts, rdispls);
     if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallv, sendbuf, 0, sendcounts_, sdispls_, sendtype, nullptr, recvbuf,
-                    0, recvcounts_, rdispls_, recvtype, nullptr, comm, request, call);
+    return alltoall(Kind::alltoallv, sendbuf, 0, v.sendcounts, v.sdispls, sendtype, nullptr, recvbuf,
+                    0, v.recvcounts, v.rdispls, recvtype, nullptr, comm, request, call);
 }
 
 // Alltoallw_c, Ialltoallw_c and Alltoallw_init_c: the narrowing, then the collective.
@@ -122,13 +131,10 @@ int alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Ain
                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                 MPI_Request* request, Call call) {
     Narrow nw(comm);
-    const int* sendcounts_ = nw(sendcounts, "sendcounts", sendbuf != MPI_IN_PLACE);
-    const int* sdispls_ = nw(sdispls, "sdispls", sendbuf != MPI_IN_PLACE);
-    const int* recvcounts_ = nw(recvcounts, "recvcounts");
-    const int* rdispls_ = nw(rdispls, "rdispls");
+    const NarrowV v(nw, sendbuf, sendcounts, sdispls, recvcounts, rdispls);
     if (nw.rc != MPI_SUCCESS) return nw.rc;
-    return alltoall(Kind::alltoallw, sendbuf, 0, sendcounts_, sdispls_, MPI_DATATYPE_NULL,
-                    sendtypes, recvbuf, 0, recvcounts_, rdispls_, MPI_DATATYPE_NULL, recvtypes,
+    return alltoall(Kind::alltoallw, sendbuf, 0, v.sendcounts, v.sdispls, MPI_DATATYPE_NULL,
+                    sendtypes, recvbuf, 0, v.recvcounts, v.rdispls, MPI_DATATYPE_NULL, recvtypes,
                     comm, request, call);
 }
 

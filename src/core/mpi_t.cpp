@@ -358,13 +358,22 @@ int T_cvar_handle_free(MPI_T_cvar_handle* handle) {
     return MPI_SUCCESS;
 }
 
-int T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
-    Guard g(lock());
-    MPIT_CHECK_INIT();
+// The cvar behind a handle of a read or write (under lock(), MPI_T initialized): the error
+// class for a handle that is not live or a null buffer, else MPI_SUCCESS and *out.
+static int cvar_of(MPI_T_cvar_handle handle, const void* buf, const Cvar** out) {
     auto& tb = tables();
     if (!tb.handles.count(handle)) return MPI_T_ERR_INVALID_HANDLE;
     if (!buf) return MPI_T_ERR_INVALID;
-    const Cvar& c = tb.cvars[size_t(handle->index)];
+    *out = &tb.cvars[size_t(handle->index)];
+    return MPI_SUCCESS;
+}
+
+int T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
+    Guard g(lock());
+    MPIT_CHECK_INIT();
+    const Cvar* cp = nullptr;
+    if (int rc = cvar_of(handle, buf, &cp); rc != MPI_SUCCESS) return rc;
+    const Cvar& c = *cp;
     std::string text;
     {
         // The API lock orders this read after any write (and, with MPI_THREAD_MULTIPLE,
@@ -378,10 +387,9 @@ int T_cvar_read(MPI_T_cvar_handle handle, void* buf) {
 int T_cvar_write(MPI_T_cvar_handle handle, const void* buf) {
     Guard g(lock());
     MPIT_CHECK_INIT();
-    auto& tb = tables();
-    if (!tb.handles.count(handle)) return MPI_T_ERR_INVALID_HANDLE;
-    if (!buf) return MPI_T_ERR_INVALID;
-    const Cvar& c = tb.cvars[size_t(handle->index)];
+    const Cvar* cp = nullptr;
+    if (int rc = cvar_of(handle, buf, &cp); rc != MPI_SUCCESS) return rc;
+    const Cvar& c = *cp;
     if (!c.t->runtime) return MPI_T_ERR_CVAR_SET_NEVER;
     std::string text;
     if (!buf_to_text(c, buf, handle->count, &text)) return MPI_T_ERR_INVALID;
