@@ -9,6 +9,7 @@
 #   200 Mbit/s, MTU 1500           and   1 Gbit/s, MTU 9000 with GSO super-packets
 # On each: bench/compress_bench.c sends 64 MiB (--quick: 16 MiB) from c0h0 to c1h0, of
 #   smooth  a smooth double field at full precision,
+#   noisy   the same field with noise of 1e-3 in every value (low bits random: measured data),
 #   sparse  a mostly-zero buffer (1 double in 64 set),
 #   random  random bytes,
 # for wanmpi with WANMPI_WAN_COMPRESS=off, auto and zstd:1 and for Open MPI (no compression).
@@ -49,7 +50,7 @@ fi
 
 if [ $QUICK = 1 ]; then ARGS=(-B 16 -r 1); else ARGS=(-B 64 -r 3); fi
 MODES=${MODES:-off auto zstd:1}
-KINDS=${KINDS:-smooth sparse random}
+KINDS=${KINDS:-smooth noisy sparse random}
 LINKS=${LINKS:-a b}
 
 run_wanmpi() {  # RUN MODE KIND

@@ -6,6 +6,8 @@
  *   compress_bench [-k KIND] [-B MIB] [-r REPS]
  *     -k KIND  smooth: doubles of a smooth field, 300 + 20 sin(x) + 5 cos(3.7 x) over the
  *                      buffer (full double precision, as a solver leaves them);
+ *              noisy:  the smooth field plus noise of 1e-3 in every value (measured data: the
+ *                      low bits are random, and no lossless filter can predict them);
  *              sparse: mostly zero: 1 double in 64 nonzero (a sparse or freshly allocated field);
  *              random: random bytes (already compressed or encrypted data)
  *     -B MIB   message size in MiB (default 64)
@@ -40,10 +42,16 @@ static void fill(char *b, size_t n, const char *kind)
 {
     size_t nd = n / 8;
     double *d = (double *)b;
-    if (strcmp(kind, "smooth") == 0) {
+    if (strcmp(kind, "smooth") == 0 || strcmp(kind, "noisy") == 0) {
+        const int noisy = strcmp(kind, "noisy") == 0;
+        uint64_t s = 0x9E3779B97F4A7C15ull;
         for (size_t i = 0; i < nd; ++i) {
             double x = 6.283185307179586 * (double)i / (double)nd;
             d[i] = 300.0 + 20.0 * sin(x) + 5.0 * cos(3.7 * x);
+            if (noisy) {
+                s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+                d[i] += 1e-3 * (double)(s >> 11) / 9007199254740992.0;
+            }
         }
     } else if (strcmp(kind, "sparse") == 0) {
         memset(b, 0, n);
@@ -78,8 +86,9 @@ int main(int argc, char **argv)
         else if (c == 'r') reps = atoi(optarg);
         else MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (strcmp(kind, "smooth") && strcmp(kind, "sparse") && strcmp(kind, "random")) {
-        if (rank == 0) fprintf(stderr, "compress_bench: -k smooth|sparse|random\n");
+    if (strcmp(kind, "smooth") && strcmp(kind, "noisy") && strcmp(kind, "sparse") &&
+        strcmp(kind, "random")) {
+        if (rank == 0) fprintf(stderr, "compress_bench: -k smooth|noisy|sparse|random\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const int peer = size / 2;

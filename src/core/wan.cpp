@@ -182,24 +182,43 @@ void Wan::compress_out(Peer& p, Out& o) {
     const uint64_t n = o.len;
     const int level = zpol_.level;
     const bool automatic = zpol_.mode == wanlink::CompressPolicy::automatic;
-    if (automatic && n > wanlink::Compressor::kSampleChunk * wanlink::Compressor::kSampleChunks &&
-        !wanlink::worth_compressing(zc_.sample_ratio(o.payload, n, level), double(link_rate(p)),
-                                    zc_.speed_Bps()))
-        return;
+    const bool sampled = n > wanlink::Compressor::kSampleChunk * wanlink::Compressor::kSampleChunks;
+    // The filter: fixed by the user, or re-chosen every kFilterProbe packets from samples of
+    // each (its sample ratio then serves auto's rule below as well).
+    double ratio = -1;
+    if (!p.zfilter) {
+        p.zf = 0;
+    } else if (!zf_auto_) {
+        p.zf = uint8_t(zf_fixed_);
+    } else if (p.zf_probe == 0) {
+        p.zf = uint8_t(zc_.best_filter(o.payload, size_t(n), level,
+                                       (1u << wanlink::kFilters) - 1, &ratio));
+        p.zf_probe = kFilterProbe;
+        if (!sampled) ratio = -1;  // small payloads are judged by their whole compression
+    }
+    if (p.zf_probe) --p.zf_probe;
+    const auto filter = wanlink::Filter(p.zf);
+    if (automatic && sampled) {
+        if (ratio < 0) ratio = p.zlast;
+        if (ratio < 0) ratio = zc_.sample_ratio(o.payload, n, level, filter);
+        p.zlast = -1;
+        if (!wanlink::worth_compressing(ratio, double(link_rate(p)), zc_.speed_Bps())) return;
+    }
     // Room for less than the raw bytes: zstd gives up (0) when the output would not be smaller
     // (auto: 10 % smaller, what its rule asked for), and the packet goes as it is.
     const size_t cap = automatic ? size_t(n - n / 10) : size_t(n - 1);
     std::unique_ptr<char[]> buf(new char[cap]);
-    const size_t c = zc_.compress(o.payload, size_t(n), buf.get(), cap, level);
+    const size_t c = zc_.compress(o.payload, size_t(n), buf.get(), cap, level, filter);
     if (c == 0) return;
     // A small payload compressed whole (no sample): the rate part of auto's rule still applies.
     if (automatic && !wanlink::worth_compressing(double(c) / double(n), double(link_rate(p)),
                                                  zc_.speed_Bps()))
         return;
+    p.zlast = double(c) / double(n);
     o.own = std::move(buf);
     o.payload = o.own.get();
     o.len = c;
-    impi::mark_compressed(o.hdr, uint32_t(c), uint32_t(n));
+    impi::mark_compressed(o.hdr, uint32_t(c), uint32_t(n), p.zf);
     p.ctr.z_raw_sent += n;
     p.ctr.z_sent += c;
 }
@@ -213,11 +232,18 @@ bool Wan::inflate(Peer& p) {
         p.zraw.resize(raw);
         out = p.zraw.data();
     }
-    const std::string e = zd_.run(p.zbuf.data(), size_t(p.wlen), out, size_t(raw));
+    // A filtered payload decodes into scratch first, then the filter is undone into `out`.
+    char* dec = out;
+    if (p.zin_filter) {
+        zfbuf_.resize(raw);
+        dec = zfbuf_.data();
+    }
+    const std::string e = zd_.run(p.zbuf.data(), size_t(p.wlen), dec, size_t(raw));
     if (!e.empty()) {
         fail(p, "malformed compressed IMPI payload from " + peer_name(p.rank) + ": " + e);
         return false;
     }
+    if (p.zin_filter) wanlink::filter_decode(wanlink::Filter(p.zin_filter), dec, size_t(raw), out);
     if (out != p.dst) std::memcpy(p.dst, out, p.elen);
     p.ctr.z_recv += p.wlen;
     p.ctr.z_raw_recv += raw;
@@ -483,10 +509,11 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
     p.zin = false;
     uint32_t raw = 0;
     std::string zerr;
-    if (impi::compressed_len(p.pk, maxlen_, &raw, &zerr)) {
-        if (!p.zstd) {
-            fail(p, "IMPI packet from " + peer_name(p.rank) + " is marked compressed on a "
-                    "connection that did not negotiate compression");
+    if (impi::compressed_len(p.pk, maxlen_, &raw, &zerr, &p.zin_filter)) {
+        if (!p.zstd || (p.zin_filter && !p.zfilter)) {
+            fail(p, "IMPI packet from " + peer_name(p.rank) + " is marked compressed" +
+                        (p.zin_filter ? " with a filter" : "") +
+                        " on a connection that did not negotiate it");
             return;
         }
         if (!zerr.empty()) {

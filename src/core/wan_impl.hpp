@@ -119,7 +119,18 @@ struct Peer {
     // pk.len is rewritten to its raw length on arrival: everything above works on raw
     // lengths; `wlen` is what follows on the wire, read into `zbuf` and decoded at its end.
     bool zstd = false;
+    bool zfilter = false;      // ... and filtered payloads (kFlagZfilter on both sides)
     bool zin = false;          // the packet being read is compressed (and wanted)
+    uint8_t zin_filter = 0;    // its filter (wanlink::Filter), undone after zstd
+    // The filter this peer's payloads go through (auto: re-chosen by sampling every
+    // kFilterProbe candidate packets, since one peer's traffic can change kind).
+    uint8_t zf = 0;
+    uint8_t zf_probe = 0;      // candidate packets until the next choice
+    // The ratio the last candidate packet actually compressed to (-1: it went as it was, or
+    // none yet). auto's rule takes it instead of a sample while the stream keeps compressing:
+    // the previous packet is a free sample of the next, and sampling every 64 KiB cut costs a
+    // quarter of compressing it.
+    double zlast = -1;
     uint64_t wlen = 0;         // payload bytes of the packet being read, on the wire
     std::vector<char> zbuf, zraw;
     uint64_t link_Bps = 0;     // TCP_INFO delivery rate, for `auto` (refreshed every 100 ms)
@@ -205,6 +216,10 @@ public:
         : job_(job), me_(me), links_(std::move(links)) {
         // Validated at start-up (impi_startup.cpp refuses a malformed value); off if not.
         if (!wanlink::compress_policy(&zpol_).ok()) zpol_.mode = wanlink::CompressPolicy::off;
+        if (!wanlink::filter_policy(&zf_auto_, &zf_fixed_).ok()) {
+            zf_auto_ = false;
+            zf_fixed_ = wanlink::Filter::none;
+        }
         maxlen_ = job.maxlen;
         hiwater_ = std::max<uint32_t>(1, job.hiwater);
         ackmark_ = std::clamp<uint32_t>(job.ackmark, 1, hiwater_);
@@ -226,6 +241,7 @@ public:
                 p.resume = links_.results[size_t(r)].resume && reconnect_ms_ > 0;
                 p.want_tls = links_.results[size_t(r)].tls;
                 p.zstd = links_.results[size_t(r)].compress && zpol_.mode != wanlink::CompressPolicy::off;
+                p.zfilter = p.zstd && links_.results[size_t(r)].zfilter;
             }
             if (size_t(r) < links_.tls.size()) p.tls = std::move(links_.tls[size_t(r)]);
             base::set_nonblock(p.fd, true);
@@ -679,6 +695,10 @@ private:
     wanlink::CompressPolicy zpol_;
     wanlink::Compressor zc_;
     wanlink::Decompressor zd_;
+    bool zf_auto_ = true;                            // WANMPI_WAN_COMPRESS_FILTER=auto
+    wanlink::Filter zf_fixed_ = wanlink::Filter::none;  // ... else this one
+    static constexpr uint8_t kFilterProbe = 16;
+    std::vector<char> zfbuf_;  // a decoded payload on its way through filter_decode
     std::vector<char> rbuf_;
     size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
 };

@@ -251,6 +251,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         r.tls = hs.tls();
         r.resume = hs.resume();
         r.compress = (ls.flags & hs.peer().flags & wanlink::kFlagZstd) != 0;
+        r.zfilter = r.compress && (ls.flags & hs.peer().flags & wanlink::kFlagZfilter) != 0;
         if (r.tls) r.psk = hs.tls_psk();
     };
     const int want_out = int(outs.size());

@@ -77,6 +77,7 @@ struct LinkResult {
     bool tls = false;     // TLS 1.3 must follow, with this key
     bool resume = false;  // both can resume the stream after a reconnect
     bool compress = false;  // both take zstd payloads (wanlink/compress.hpp)
+    bool zfilter = false;   // ... and filtered ones (kFlagZfilter)
     wanlink::Key psk{};
 };
 

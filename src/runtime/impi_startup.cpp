@@ -156,6 +156,9 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
     if (!(s = wanlink::wan_security(&r.security)).ok()) return s;
     wanlink::CompressPolicy zp;
     if (!(s = wanlink::compress_policy(&zp)).ok()) return s;
+    bool zf_auto = true;
+    wanlink::Filter zf_fixed = wanlink::Filter::none;
+    if (!(s = wanlink::filter_policy(&zf_auto, &zf_fixed)).ok()) return s;
     {
         std::vector<uint8_t> sn;
         auto v = kvs.get(p + "-session");
@@ -168,7 +171,9 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         r.link.flags = uint8_t((r.security != wanlink::Security::none ? wanlink::kFlagAuth : 0) |
                                (r.security == wanlink::Security::tls ? wanlink::kFlagTls : 0) |
                                (wanlink::reconnect_ms() > 0 ? wanlink::kFlagResume : 0) |
-                               (zp.mode != wanlink::CompressPolicy::off ? wanlink::kFlagZstd : 0));
+                               (zp.mode != wanlink::CompressPolicy::off
+                                    ? wanlink::kFlagZstd | wanlink::kFlagZfilter
+                                    : 0));
     }
     std::vector<DancePeer> peers;
     for (size_t hh = 0; hh < r.job.hosts.size(); ++hh) {

@@ -98,16 +98,24 @@ void encode_packet(const Packet& p, uint8_t o[kPacketHeader]) {
     put_be64(o + 120, 0);
 }
 
-void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len) {
+void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len,
+                     uint8_t filter) {
     put_be32(hdr + 4, wire_len);
-    put_be64(hdr + 120, compressed_mark(raw_len));
+    put_be64(hdr + 120, compressed_mark(raw_len, filter));
 }
 
-bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err) {
-    if ((p.reserved >> 32) != (kZstdMark >> 32)) return false;
+bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err,
+                    uint8_t* filter) {
+    const uint32_t hi = uint32_t(p.reserved >> 32);
+    const bool filtered = (hi & 0xFFFFFF00u) == uint32_t(kZstdFilterMark >> 32);
+    if (hi != uint32_t(kZstdMark >> 32) && !filtered) return false;
+    const uint8_t f = filtered ? uint8_t(hi & 0xFF) : 0;
+    if (filter) *filter = f;
     const uint32_t raw = uint32_t(p.reserved);
     err->clear();
-    if (!packet_has_payload(p.type))
+    if (filtered && (f == 0 || f >= kZstdFilters))
+        *err = "a compressed payload with unknown filter " + std::to_string(f);
+    else if (!packet_has_payload(p.type))
         *err = "a packet of type " + std::to_string(p.type) + " marked compressed";
     else if (p.len == 0 || p.len >= raw)
         *err = "a compressed payload of " + std::to_string(p.len) + " bytes for " +

@@ -119,13 +119,23 @@ bool packet_has_payload(uint32_t type);
 // always shorter than the raw one, so pk_len <= the raw length <= IMPI_C_DATALEN and
 // <= pk_msglen still hold: impi-relay, which checks those and forwards the payload untouched,
 // passes it on as it is.
-constexpr uint64_t kZstdMark = uint64_t(0x5A535444) << 32;  // "ZSTD"
-inline uint64_t compressed_mark(uint32_t raw_len) { return kZstdMark | raw_len; }
+// A payload that went through a filter before zstd (wanlink::Filter 1..3; only between hosts
+// that both set kFlagZfilter) is marked "ZSF" + the filter's number instead of "ZSTD"; the
+// receiver undoes the filter after decoding.
+constexpr uint64_t kZstdMark = uint64_t(0x5A535444) << 32;        // "ZSTD"
+constexpr uint64_t kZstdFilterMark = uint64_t(0x5A534600) << 32;  // "ZSF" + filter
+constexpr uint8_t kZstdFilters = 4;                               // filters 1..3 exist
+inline uint64_t compressed_mark(uint32_t raw_len, uint8_t filter = 0) {
+    return (filter ? kZstdFilterMark | (uint64_t(filter) << 32) : kZstdMark) | raw_len;
+}
 // Turns an encoded DATA/DATASYNC header (pk_len = raw_len) into that of its compressed form.
-void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len);
+void mark_compressed(uint8_t hdr[kPacketHeader], uint32_t wire_len, uint32_t raw_len,
+                     uint8_t filter = 0);
 // For a received packet: false if it is not marked compressed (raw_len untouched); else true,
 // raw_len = the length before compression, and `err` says what is wrong with the mark ("" if
-// nothing: marked on a data packet, 0 < pk_len < raw_len <= maxlen and <= pk_msglen).
-bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err);
+// nothing: marked on a data packet, 0 < pk_len < raw_len <= maxlen and <= pk_msglen, a known
+// filter). *filter (if given) = the filter's number, 0 for plain "ZSTD".
+bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::string* err,
+                    uint8_t* filter = nullptr);
 
 }  // namespace wanmpi::impi

@@ -28,7 +28,8 @@
 //          side holds a job secret, bit4 takes and may send zstd-compressed payloads
 //          (wanlink/compress.hpp; both must set it), bit5 this side is an impi-relay on the inner leg of a
 //          relayed pair (the connection stays inside the relay's cluster: no TLS on it; the
-//          relay encrypts the outer leg). K is the secret's key when both hold one, else the
+//          relay encrypts the outer leg), bit6 takes filtered zstd payloads (wanlink::Filter,
+//          impi_wire.hpp kZstdFilterMark; both must set it, with bit4). K is the secret's key when both hold one, else the
 //          key of the empty secret; a side that requires auth refuses a peer without the secret.
 //   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
 //     Never inside a packet header: a receiver in the middle of one names the header's start
@@ -92,10 +93,11 @@ enum HelloFlags : uint8_t {
     kFlagKeyed = 8,
     kFlagZstd = 16,
     kFlagInner = 32,
+    kFlagZfilter = 64,
 };
 // The flags that describe the two hosts' streams rather than one connection: a relay carries
 // them from one leg to the other.
-constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume | kFlagZstd;
+constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume | kFlagZstd | kFlagZfilter;
 struct Hello {
     uint8_t flags = 0;
     uint8_t kind = 0;  // 0 at the dance, 1 reconnect

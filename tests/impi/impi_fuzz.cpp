@@ -613,15 +613,22 @@ void fuzz_zstd(const uint8_t* p, size_t n) {
     if (!decode_packet(p, kMax, &q).empty()) return;
     uint32_t raw = 0;
     std::string err;
-    if (!compressed_len(q, kMax, &raw, &err) || !err.empty()) return;
+    uint8_t filter = 0;
+    if (!compressed_len(q, kMax, &raw, &err, &filter) || !err.empty()) return;
     FUZZ_CHECK(t, q.len > 0 && q.len < raw && raw <= kMax && raw <= q.msglen);
+    FUZZ_CHECK(t, filter < kZstdFilters);
     const size_t have = std::min<size_t>(q.len, n - kPacketHeader);  // a short read: EOF
     static wanlink::Decompressor d;
     constexpr size_t kGuard = 32;
     std::vector<uint8_t> out(raw + 2 * kGuard, 0xA5);
-    (void)d.run(p + kPacketHeader, have, out.data() + kGuard, raw);
+    std::vector<uint8_t> dec(raw + 2 * kGuard, 0xA5);
+    // As Wan::inflate: a filtered payload decodes into scratch, then the filter is undone.
+    uint8_t* first = filter ? dec.data() + kGuard : out.data() + kGuard;
+    if (d.run(p + kPacketHeader, have, first, raw).empty() && filter)
+        wanlink::filter_decode(wanlink::Filter(filter), first, raw, out.data() + kGuard);
     for (size_t i = 0; i < kGuard; ++i)
-        FUZZ_CHECK(t, out[i] == 0xA5 && out[kGuard + raw + i] == 0xA5);
+        FUZZ_CHECK(t, out[i] == 0xA5 && out[kGuard + raw + i] == 0xA5 && dec[i] == 0xA5 &&
+                          dec[kGuard + raw + i] == 0xA5);
 }
 
 // ================================================================================================
@@ -989,12 +996,15 @@ TEST_F(ImpiFuzz, ZstdPayloads) {
     // Seeds: compressible payloads of a few kinds, compressed and marked as the sender does.
     std::vector<Bytes> seeds;
     wanlink::Compressor c;
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < 8; ++k) {
         Bytes raw(1000 + rng() % 30000);
         for (size_t i = 0; i < raw.size(); ++i)
             raw[i] = k % 3 == 0 ? 0 : k % 3 == 1 ? uint8_t(i % 97) : uint8_t(rng() % 4);
         Bytes z(raw.size());
-        size_t zn = c.compress(raw.data(), raw.size(), z.data(), z.size() - 1, 1 + k % 3);
+        // Seeds of every filter (the mark "ZSF" + filter for 1..3).
+        const uint8_t filter = uint8_t(k % wanlink::kFilters);
+        size_t zn = c.compress(raw.data(), raw.size(), z.data(), z.size() - 1, 1 + k % 3,
+                               wanlink::Filter(filter));
         ASSERT_GT(zn, 0u);
         Packet p;
         p.type = k % 2 ? PK_DATA : PK_DATASYNC;
@@ -1002,7 +1012,7 @@ TEST_F(ImpiFuzz, ZstdPayloads) {
         p.msglen = raw.size() + rng() % 1000;
         Bytes b(kPacketHeader);
         encode_packet(p, b.data());
-        mark_compressed(b.data(), uint32_t(zn), uint32_t(raw.size()));
+        mark_compressed(b.data(), uint32_t(zn), uint32_t(raw.size()), filter);
         b.insert(b.end(), z.begin(), z.begin() + long(zn));
         seeds.push_back(std::move(b));
     }

@@ -137,6 +137,23 @@ TEST(ImpiWire, CompressedMark) {
     c.reserved = compressed_mark(100);
     EXPECT_TRUE(compressed_len(c, 65536, &raw, &err));
     EXPECT_NE(err, "");
+    // Filtered payloads: "ZSF" + the filter, 1..3 known; 0 and 4.. refused.
+    uint8_t f = 9;
+    Packet y = q;
+    y.reserved = compressed_mark(4096, 3);
+    EXPECT_EQ(y.reserved >> 32, 0x5A534603u);
+    EXPECT_TRUE(compressed_len(y, 65536, &raw, &err, &f));
+    EXPECT_EQ(err, "");
+    EXPECT_EQ(f, 3);
+    EXPECT_TRUE(compressed_len(q, 65536, &raw, &err, &f));
+    EXPECT_EQ(f, 0);  // plain "ZSTD"
+    for (uint64_t bad : {0u, 4u, 255u}) {
+        y.reserved = kZstdFilterMark | (bad << 32) | 4096;
+        EXPECT_TRUE(compressed_len(y, 65536, &raw, &err, &f));
+        EXPECT_NE(err, "") << bad;
+    }
+    y.reserved = uint64_t(0x5A534700) << 32 | 4096;  // "ZSG.": not a mark at all
+    EXPECT_FALSE(compressed_len(y, 65536, &raw, &err, &f));
 }
 
 // Fuzz target: any 128 bytes decode to either an error or a packet whose payload length is
