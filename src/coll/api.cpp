@@ -153,14 +153,14 @@ int launch(Args& a, MPI_Request* req, Call call) {
                                    "%s: no collective module for %s", fname(), c->name.c_str()));
     // A blocking collective between clusters paces its WAN senders to their share of the link
     // for its duration (restored when it returns, whatever the outcome).
-    int senders = 0, flows = 1, index = 0;
+    core::WanShare share;
     if (!req)
         for (Module* h = m; h; h = h->next)
-            if (h->wan_senders) {
-                senders = h->wan_senders(h, a, &flows, &index);
+            if (h->wan_share) {
+                h->wan_share(h, a, &share);
                 break;
             }
-    core::WanPhase phase(senders, flows, index);
+    core::WanPhase phase(share);
     if (!req) {  // the module that implements the call may run it without a schedule
         Module* impl = m;
         while (impl && !impl->fn[int(a.kind)]) impl = impl->next;

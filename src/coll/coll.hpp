@@ -22,6 +22,7 @@
 #include "coll/sched.hpp"
 #include "core/comm.hpp"
 #include "core/op.hpp"
+#include "core/wan_rate.hpp"
 
 namespace wanmpi::coll {
 
@@ -75,13 +76,12 @@ struct Module {
     DirectFn direct[kKinds] = {};        // optional, per collective (see DirectFn)
     Module* next = nullptr;              // lower-priority module (fallback)
     void (*destroy)(Module* m) = nullptr;
-    // Rate-managed collectives (core/wan_rate.hpp): how many ranks of the caller's cluster send
-    // across the WAN at once in the blocking collective `a` (returned; 0: not managed), to how
-    // many remote ranks the caller sends at once (*flows), and the caller's index among its
-    // cluster's senders (*index). Only a module that knows the cluster layout (coll/impi.cpp)
-    // answers; the first one in the chain that has the hook decides, for whichever module
-    // then builds the call.
-    int (*wan_senders)(Module* m, const Args& a, int* flows, int* index) = nullptr;
+    // Rate-managed collectives (core/wan_rate.hpp): the caller's share of its cluster's link in
+    // the blocking collective `a` (*out; out->senders 0: not managed). Only a module that knows
+    // the cluster layout (coll/impi.cpp) answers; the first one in the chain that has the hook
+    // decides, for whichever module then builds the call. It may communicate inside the
+    // caller's cluster (every rank of the cluster calls it for the same collective).
+    void (*wan_share)(Module* m, const Args& a, core::WanShare* out) = nullptr;
 };
 
 struct Component {
@@ -102,6 +102,10 @@ void register_component(const Component* c);
 Module* modules_of(core::Comm* comm);
 // Free the modules of `comm` (when the communicator is freed). Safe when none were selected.
 void coll_comm_release(core::Comm* comm);
+
+// The name of the algorithm the flat module would build `a` with on a.comm ("ring", ...; "" if
+// none): what the multi-cluster module needs to know about the calls it hands down.
+const char* flat_algorithm(const Args& a);
 
 // Build `a` with the first module in `from` (or its successors) implementing a.kind.
 int build_with(Module* from, const Args& a, Sched& s);

@@ -611,9 +611,9 @@ int64_t sum_counts(const int* c, int n) {
     return s;
 }
 
-int flat_build(Module*, const Args& a, Sched& s) {
-    core::Comm* c = a.comm;
-    const int n = c->size, r = c->rank;
+// The facts the algorithm choice depends on.
+Ctx ctx_of(const Args& a) {
+    const int n = a.comm->size, r = a.comm->rank;
     Ctx x;
     x.st = a.st;
     x.rt = a.rt;
@@ -633,20 +633,42 @@ int flat_build(Module*, const Args& a, Sched& s) {
     case Kind::reduce_scatter_block: x.bytes = n * a.rcount * x.rt.size; break;
     default: break;
     }
+    return x;
+}
+
+// The forced algorithm if it applies, else the automatic choice (nullptr: none).
+const Algo* algo_of(const Args& a, const Ctx& x, int n, bool say) {
+    const Algo* al = forced(a.kind);
+    if (al && !applicable(al, n, x)) {
+        if (say)
+            WANMPI_LOG(debug, "coll: %s %s not applicable (%s, %d ranks); automatic choice",
+                       kind_name(a.kind), al->name,
+                       x.commutative ? "commutative" : "non-commutative", n);
+        al = nullptr;
+    }
+    return al ? al : choose(a.kind, n, x);
+}
+
+}  // namespace
+
+const char* flat_algorithm(const Args& a) {
+    const Algo* al = algo_of(a, ctx_of(a), a.comm->size, false);
+    return al ? al->name : "";
+}
+
+namespace {
+
+int flat_build(Module*, const Args& a, Sched& s) {
+    core::Comm* c = a.comm;
+    const int n = c->size;
+    const Ctx x = ctx_of(a);
     // Every call takes one tag, so ranks stay in step whatever they do with it.
     Bld b(s, c, int(c->coll_seq++ & 0x3fffffff));
     b.op = a.op;
     b.oph = a.oph;
     if (nothing_to_do(a, x)) return MPI_SUCCESS;
     s.allow_yield(yield_size_ok(a, x, n));
-    const Algo* al = forced(a.kind);
-    if (al && !applicable(al, n, x)) {
-        WANMPI_LOG(debug, "coll: %s %s not applicable (%s, %d ranks); automatic choice",
-                   kind_name(a.kind), al->name, x.commutative ? "commutative" : "non-commutative",
-                   n);
-        al = nullptr;
-    }
-    if (!al) al = choose(a.kind, n, x);
+    const Algo* al = algo_of(a, x, n, true);
     if (!al) return core::make_error(MPI_ERR_INTERN, "no algorithm for %s", kind_name(a.kind));
     al->build(b, a, x);
     return MPI_SUCCESS;

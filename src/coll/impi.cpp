@@ -35,14 +35,17 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/log.hpp"
 #include "base/tunables.hpp"
 #include "coll/algos.hpp"
 #include "coll/coll.hpp"
+#include "core/comm_task.hpp"
 #include "core/engine.hpp"
 #include "core/errors.hpp"
+#include "wanlink/pacer.hpp"
 
 namespace wanmpi::coll {
 namespace {
@@ -791,44 +794,135 @@ int impi_alltoall(Module* mod, const Args& a, Sched& s) {
 // ---- rate-managed collectives -------------------------------------------------------------
 // Who sends across the WAN at once (GridMPI paced Alltoall(v); we pace these five): in the
 // master-based algorithms above only the masters do (1 per cluster: the full link rate); in the
-// next module's direct exchanges (long alltoall blocks, alltoallv/w, allgatherv) every rank of
-// the cluster does, all at once. Calls that move little are left alone: a setsockopt per WAN
-// socket at entry and exit costs more than pacing a few packets saves.
+// next module's direct exchanges (long alltoall blocks, alltoallv/w) every rank of the cluster
+// does, all at once; in its ring Allgatherv only the ranks whose right neighbour is in another
+// cluster. Calls that move little are left alone: a setsockopt per WAN socket at entry and exit
+// costs more than pacing a few packets saves.
 base::Tunable<int64_t> t_paced_min(
     "COLL", "WAN_PACED_MIN", 64 * 1024,
     "Rate-managed collectives (with WANMPI_WAN_RATE): Alltoall(v/w) and Allgather(v) calls in "
     "which a rank receives at least this many bytes pace its WAN sockets to its share of the "
-    "link (rate / concurrent WAN senders of its cluster) for the call; smaller calls are left "
-    "alone. -1: never. Writable through MPI_T: calls started afterwards use the new value.",
+    "link (rate / concurrent WAN senders of its cluster, or in proportion to its WAN bytes "
+    "where they differ) for the call; smaller calls are left alone. -1: never (every rank of a "
+    "cluster must agree on -1). Writable through MPI_T: calls started afterwards use the new "
+    "value.",
     base::Level::tuner, nullptr, true, true);
 
-int impi_wan_senders(Module* mod, const Args& a, int* flows, int* index) {
+base::Tunable<std::string> t_shares(
+    "COLL", "WAN_SHARES", "volume",
+    "Rate-managed Alltoallv/w: volume gives each rank a share of the link in proportion to the "
+    "bytes it sends across (the ranks of a cluster exchange their volumes at the start of the "
+    "call); equal gives each rank the same share (rate / ranks of its cluster), for "
+    "comparisons. Every rank of a cluster must use the same setting.",
+    base::Level::developer);
+
+// Bytes this rank sends to comm rank j in an Alltoallv/w.
+int64_t a2av_send_bytes(const Args& a, int j) {
+    const bool w = a.kind == Kind::alltoallw;
+    if (a.sbuf == MPI_IN_PLACE)
+        return int64_t(a.rcounts[j]) * (w ? ty_of(a.rtypes[j]).size : a.rt.size);
+    return int64_t(a.scounts[j]) * (w ? ty_of(a.stypes[j]).size : a.st.size);
+}
+
+// Work-conserving shares. With a share of link / senders each, a rank with less to send than
+// the others finishes early and leaves its share unused while the rest go on at theirs
+// (Alltoallv 1 MiB: 1.49x the bytes/rate bound). So the ranks of a cluster tell each other how
+// many bytes each sends across the WAN in this call (`mine`; 0: none, or not managed), and each
+// takes link x its bytes / the cluster's: all finish together. The exchange stays inside the
+// cluster (one 8-byte message to and from every other rank of it, microseconds against the
+// call's milliseconds on the WAN), in the communicator's collective context under a tag of its
+// own (core/comm_task.hpp), so it never matches a collective's messages and needs no sequence
+// number the other clusters would have to follow. Every rank of the cluster must take part:
+// the decision to exchange depends only on what they all share (the call, the communicator,
+// the tunable's -1). The shares themselves: wanlink::volume_share.
+void share_by_volume(const Topo& t, const Args& a, int64_t mine, core::WanShare* out) {
+    const auto& L = t.mine();
+    const size_t nl = L.size(), me = size_t(t.lidx[size_t(t.me)]);
+    std::vector<int64_t> v(nl, 0);
+    v[me] = mine;
+    if (nl > 1) {
+        Sched* s = sched_new();
+        Bld b(*s, a.comm, core::mgmt_tag(core::TagKind::wan_share, 0));
+        for (size_t i = 0; i < nl; ++i)
+            if (i != me) {
+                b.recv(L[i], &v[i], 1, MPI_INT64_T);
+                b.send(L[i], &v[me], 1, MPI_INT64_T);
+            }
+        b.next();
+        s->allow_yield(true);
+        if (run_blocking(s) != MPI_SUCCESS) return;  // the call itself will report the failure
+    }
+    const wanlink::VolumeShare vs = wanlink::volume_share(v.data(), nl, me);
+    if (vs.share <= 0) return;
+    out->senders = vs.senders;
+    out->index = vs.index;
+    out->share = vs.share;
+}
+
+void impi_wan_share(Module* mod, const Args& a, core::WanShare* out) {
     const Topo& t = static_cast<ImpiModule*>(mod)->t;
     const int64_t kManagedMin = t_paced_min.get();
-    if (t.nm < 2 || kManagedMin < 0) return 0;
+    if (t.nm < 2 || kManagedMin < 0) return;
     const int nl = int(t.mine().size());
-    *flows = t.n - nl;  // direct exchanges: every remote rank at once
-    *index = t.lidx[size_t(t.me)];
+    const int k = t.k();
+    out->flows = t.n - nl;  // direct exchanges: every remote rank at once
+    out->index = t.lidx[size_t(t.me)];
     int64_t bytes = 0;
     switch (a.kind) {
     case Kind::allgather:
     case Kind::alltoall:
         bytes = a.rcount * a.rt.size * t.n;
-        if (bytes < kManagedMin) return 0;
+        if (bytes < kManagedMin) return;
         if (a.kind == Kind::allgather || a.rcount * a.rt.size < t.xsize) {
-            *flows = t.nm - 1;  // master to masters
-            *index = 0;
-            return 1;
+            out->flows = t.nm - 1;  // master to masters
+            out->index = 0;
+            out->senders = 1;
+            return;
         }
-        return nl;
-    case Kind::allgatherv:
-    case Kind::alltoallv:
+        out->senders = nl;
+        return;
+    case Kind::allgatherv: {
         for (int i = 0; i < t.n; ++i) bytes += int64_t(a.rcounts[i]) * a.rt.size;
-        return bytes < kManagedMin ? 0 : nl;
-    case Kind::alltoallw:
-        return nl;
+        if (bytes < kManagedMin) return;
+        if (std::strcmp(flat_algorithm(a), "ring") != 0) {
+            out->senders = nl;  // recursive doubling: the crossing step has all of them
+            return;
+        }
+        // Ring: only the edges leaving the cluster cross, one flow each, carrying about the
+        // same bytes (all blocks but one): the link in equal parts among them. The others do
+        // not send across the WAN at all.
+        int senders = 0, index = -1;
+        for (int r : t.mine()) {
+            if (t.mnum[size_t((r + 1) % t.n)] == k) continue;
+            if (r == t.me) index = senders;
+            ++senders;
+        }
+        if (index < 0) return;
+        out->senders = senders;
+        out->flows = 1;
+        out->index = index;
+        return;
+    }
+    case Kind::alltoallv:
+    case Kind::alltoallw: {
+        // Received bytes decide whether this rank is managed (as for the others).
+        int64_t mine = 0;
+        for (int i = 0; i < t.n; ++i) {
+            bytes += int64_t(a.rcounts[i]) *
+                     (a.kind == Kind::alltoallw ? ty_of(a.rtypes[i]).size : a.rt.size);
+            if (t.mnum[size_t(i)] != k) mine += a2av_send_bytes(a, i);
+        }
+        if (t_shares.get() == "equal") {
+            if (bytes >= kManagedMin) out->senders = nl;
+            return;
+        }
+        // The exchange happens whether this rank is managed or not, so that the ranks of the
+        // cluster stay in step.
+        share_by_volume(t, a, bytes < kManagedMin ? 0 : mine, out);
+        return;
+    }
     default:
-        return 0;
+        return;
     }
 }
 
@@ -874,7 +968,7 @@ Module* impi_query(core::Comm* c) {
     m->fn[int(Kind::scatter)] = impi_scatter;
     m->fn[int(Kind::allgather)] = impi_allgather;
     m->fn[int(Kind::alltoall)] = impi_alltoall;
-    m->wan_senders = impi_wan_senders;
+    m->wan_share = impi_wan_share;
     m->destroy = [](Module* mm) { delete static_cast<ImpiModule*>(mm); };
     WANMPI_LOG(debug, "coll/impi: %s spans %d clusters (%s), XSIZE %d, MAXLINEAR %d",
                c->name.c_str(), t.nm, t.blocked ? "blocked" : "interleaved", t.xsize,

@@ -105,8 +105,10 @@ int job_request(Task t, Comm* comm, Request** out);
 
 // ---- tags ---------------------------------------------------------------------------------------
 // partitioned: MPI_Psend_init/MPI_Precv_init (part.cpp), which use the 26 low bits as they wish.
+// wan_share: the rate-managed collectives' exchange of WAN volumes inside a cluster
+// (coll/impi.cpp), id 0: one exchange at a time, in collective order.
 enum class TagKind : int {
-    seq = 0, group = 1, leaders = 2, neighbor = 3, pset = 4, partitioned = 5
+    seq = 0, group = 1, leaders = 2, neighbor = 3, pset = 4, partitioned = 5, wan_share = 6
 };
 inline int mgmt_tag(TagKind k, uint32_t id, int step = 0) {
     return 0x40000000 | (int(k) << 26) | int((id & 0xfffffu) << 6) | (step & 63);

@@ -89,14 +89,18 @@ int wan_set_matb_kBps(long v) {
     return MPI_SUCCESS;
 }
 
-WanPhase::WanPhase(int senders, int flows, int index) {
+WanPhase::WanPhase(const WanShare& s) {
+    const int senders = s.senders, flows = s.flows, index = s.index;
     if (senders <= 0 || !multi_cluster() || !wanlink::adapt_enabled()) return;
     const uint64_t rate = rate_Bps();
     if (!rate) return;
     active_ = true;
     saved_ = g->wan->rate();
     saved_flows_ = g->wan->flows();
-    g->wan->set_rate(rate / uint64_t(senders), flows);
+    const uint64_t budget = s.share > 0 && s.share <= 1
+                                ? std::max<uint64_t>(1, uint64_t(double(rate) * s.share))
+                                : rate / uint64_t(senders);
+    g->wan->set_rate(budget, flows);
     // Every flow's first packets leave unpaced (TCP sends at least two segments at once, and
     // nothing is paced before a connection's tenth), so S senders x F flows starting together
     // put 2SF packets into the bottleneck queue at once: 32 into a 20-packet queue at 4 x 4.

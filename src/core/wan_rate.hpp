@@ -29,14 +29,27 @@ int wan_matb_kBps();
 // Sets MATB (Kbytes/s; 0 = back to the default). MPI_SUCCESS or an error code (not raised).
 int wan_set_matb_kBps(long v);
 
-// A rate-managed collective: for its duration this rank's limit is MAXRATE / senders, where
-// senders = ranks of its cluster sending across the WAN at once, spread over `flows` sockets
-// (the remote ranks it sends to at once). A no-op when MAXRATE is unknown, adaptation is off,
-// senders <= 0, or the job has one cluster. `index` (0..senders-1, the rank's place among its
-// cluster's senders) staggers the first packets of the call's flows (WanTransport::stagger).
+// How a rate-managed collective shares the cluster's link (coll/impi.cpp decides):
+//   senders  ranks of the caller's cluster sending across the WAN at once (0: not managed);
+//   flows    the remote ranks the caller sends to at once (its budget is split among them);
+//   index    the caller's place among its cluster's senders (0..senders-1), which staggers the
+//            first packets of the call's flows (WanTransport::stagger);
+//   share    the caller's fraction of the link, in (0, 1]: work-conserving shares, its WAN
+//            bytes over its cluster's for the call, so that every sender of the cluster
+//            finishes at the same time; 0: equal shares, 1 / senders.
+struct WanShare {
+    int senders = 0;
+    int flows = 1;
+    int index = 0;
+    double share = 0;
+};
+
+// A rate-managed collective: for its duration this rank's limit is MAXRATE x its share (see
+// WanShare), spread over `flows` sockets. A no-op when MAXRATE is unknown, adaptation is off,
+// senders <= 0, or the job has one cluster.
 class WanPhase {
 public:
-    WanPhase(int senders, int flows, int index = 0);
+    explicit WanPhase(const WanShare& s);
     ~WanPhase();
     WanPhase(const WanPhase&) = delete;
     WanPhase& operator=(const WanPhase&) = delete;

@@ -49,6 +49,24 @@ int64_t Pacer::wait_ns(size_t want, int64_t now_ns) {
     return need <= 0 ? 0 : int64_t(std::ceil(need / bps_ * 1e9));
 }
 
+VolumeShare volume_share(const int64_t* bytes, size_t n, size_t me) {
+    VolumeShare r;
+    double total = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (bytes[i] > 0) {
+            total += double(bytes[i]);
+            if (i < me) ++r.index;
+            ++r.senders;
+        }
+    if (me >= n || bytes[me] <= 0) return VolumeShare{};
+    const double floor = total / double(4 * r.senders);
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (bytes[i] > 0) sum += std::max(double(bytes[i]), floor);
+    r.share = std::min(1.0, std::max(double(bytes[me]), floor) / sum);
+    return r;
+}
+
 int set_socket_pacing(int fd, uint64_t bytes_per_s) {
     uint64_t v = bytes_per_s ? bytes_per_s : ~uint64_t(0);
     return setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof v) == 0 ? 0 : errno;

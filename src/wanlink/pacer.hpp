@@ -60,6 +60,20 @@ private:
     size_t depth_ = 0;
 };
 
+// Work-conserving shares of one link among senders with different volumes (the rate-managed
+// Alltoallv/w, core/wan_rate.hpp): sender `me` of the n whose bytes[i] cross the link in one
+// call gets share = its bytes / everyone's, so that all finish together. A sender with very
+// little to send still gets a quarter of an equal share (its connections also carry the
+// acknowledgements of what it receives, which must not wait behind a pacing rate of a few bytes
+// per millisecond); the shares are renormalized so that they still sum to 1. bytes[i] <= 0: i
+// sends nothing (share 0, not counted). senders: how many send; index: me's place among them.
+struct VolumeShare {
+    double share = 0;
+    int senders = 0;
+    int index = 0;
+};
+VolumeShare volume_share(const int64_t* bytes, size_t n, size_t me);
+
 // SO_MAX_PACING_RATE on `fd`: bytes/s, 0 = unlimited. Returns 0 or errno.
 int set_socket_pacing(int fd, uint64_t bytes_per_s);
 // Bytes written to `fd` that TCP has not sent yet (SIOCOUTQNSD); 0 if unknown.

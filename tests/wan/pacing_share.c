@@ -1,0 +1,198 @@
+/* pacing_share: work-conserving shares of the link in a rate-managed MPI_Alltoallv (issue 12).
+ *
+ *   pacing_share RATE NP0 NP1
+ *
+ * RATE: WANMPI_WAN_RATE in bytes/s; NP0, NP1: ranks of the two clusters (MPI_COMM_WORLD holds
+ * cluster 0's ranks first). Every rank runs one rank per host.
+ *
+ * The rank with index i in its cluster sends (1 + 3i) units to every rank of the other cluster,
+ * so the ranks of a cluster send very different volumes across the WAN. With work-conserving
+ * shares, rank i's budget for the call is B = RATE x (1 + 3i) / (sum over its cluster), split
+ * among those of its sockets to the other cluster that still have data to send (core/wan.cpp
+ * share_caps): each socket is paced to 93 % of B / k (the payload share, wanlink/pacer.hpp),
+ * k = 1..(remote ranks). Shares that ignored the volumes would give B = RATE / NP: with weights
+ * 1 and 4 the two sets of possible caps are disjoint.
+ *
+ * A second thread reads SO_MAX_PACING_RATE of every TCP socket of the process (/proc/self/fd)
+ * every 200 us while the Alltoallvs run; every value a socket takes other than its pace before
+ * the calls must be 93 % of B / k for some k within 1 %, and some must be seen. The thread
+ * calls no MPI function. The data of every Alltoallv is checked too. Prints " No Errors" on
+ * rank 0.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define UNIT (256 << 10)
+#define MAXFD 256
+#define MAXVAL 8
+
+struct Hist {
+    uint64_t v[MAXVAL];
+    long n[MAXVAL];
+};
+static struct Hist hist[MAXFD];
+static uint64_t before[MAXFD]; /* each socket's pace before the calls (0: unknown) */
+static volatile int sampling = 1;
+
+/* The pace of every TCP socket of the process: fn(fd, bytes/s). */
+static void each_socket(void (*fn)(int, uint64_t)) {
+    DIR* d = opendir("/proc/self/fd");
+    if (!d) return;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        struct stat st;
+        if (fd <= 2 || fd >= MAXFD || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        int type = 0, listening = 0;
+        socklen_t len = sizeof type;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+        len = sizeof listening;
+        if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening) continue;
+        uint64_t v = 0;
+        len = sizeof v;
+        if (getsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &v, &len) != 0) continue;
+        if (len == 4) v = (uint32_t)v == ~(uint32_t)0 ? ~(uint64_t)0 : (uint32_t)v;
+        if (v != ~(uint64_t)0) fn(fd, v);
+    }
+    closedir(d);
+}
+
+static void note_before(int fd, uint64_t v) { before[fd] = v; }
+
+static void note(int fd, uint64_t v) {
+    if (v == before[fd]) return;
+    struct Hist* h = &hist[fd];
+    for (int i = 0; i < MAXVAL; ++i) {
+        if (h->n[i] && h->v[i] == v) {
+            h->n[i]++;
+            return;
+        }
+        if (!h->n[i]) {
+            h->v[i] = v;
+            h->n[i] = 1;
+            return;
+        }
+    }
+}
+
+static void* sampler(void* arg) {
+    (void)arg;
+    struct timespec ts = {0, 200000};
+    while (sampling) {
+        each_socket(note);
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static unsigned char pattern(int from, int to, long i) { return (unsigned char)(from * 31 + to * 7 + i); }
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size, errors = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 4) {
+        if (rank == 0) fprintf(stderr, "usage: pacing_share RATE NP0 NP1\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const double rate = atof(argv[1]);
+    const int np0 = atoi(argv[2]), np1 = atoi(argv[3]);
+    if (np0 + np1 != size || np0 < 1 || np1 < 1) {
+        if (rank == 0) fprintf(stderr, "pacing_share: %d + %d ranks, not %d\n", np0, np1, size);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int in0 = rank < np0, nl = in0 ? np0 : np1, nr = size - nl;
+    const int li = in0 ? rank : rank - np0;
+    /* To each remote rank 1 + 3 li units; inside the cluster one unit. */
+    int *sc = malloc(sizeof(int) * size), *rc = malloc(sizeof(int) * size);
+    int *sd = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+    long stot = 0, rtot = 0, sum = 0;
+    for (int j = 0; j < size; ++j) {
+        const int j0 = j < np0, jli = j0 ? j : j - np0;
+        sc[j] = j0 == in0 ? UNIT : (1 + 3 * li) * UNIT;
+        rc[j] = j0 == in0 ? UNIT : (1 + 3 * jli) * UNIT;
+        sd[j] = (int)stot;
+        rd[j] = (int)rtot;
+        stot += sc[j];
+        rtot += rc[j];
+    }
+    for (int i = 0; i < nl; ++i) sum += 1 + 3 * i;
+    unsigned char *sb = malloc((size_t)stot), *rb = malloc((size_t)rtot);
+    for (int j = 0; j < size; ++j)
+        for (long i = 0; i < sc[j]; ++i) sb[sd[j] + i] = pattern(rank, j, i);
+
+    /* One call first: the connections exist and are warm (their first bytes are paced apart,
+     * core/wan_impl.hpp), and the pace between calls is the rank's own. */
+    MPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    each_socket(note_before);
+    pthread_t th;
+    pthread_create(&th, NULL, sampler, NULL);
+    for (int k = 0; k < 3; ++k) {
+        memset(rb, 0, (size_t)rtot);
+        MPI_Alltoallv(sb, sc, sd, MPI_BYTE, rb, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+        for (int j = 0; j < size; ++j)
+            for (long i = 0; i < rc[j]; ++i)
+                if (rb[rd[j] + i] != pattern(j, rank, i)) {
+                    if (errors++ < 5)
+                        fprintf(stderr, "rank %d: byte %ld from %d is %d, expected %d\n", rank,
+                                i, j, rb[rd[j] + i], pattern(j, rank, i));
+                    break;
+                }
+    }
+    sampling = 0;
+    pthread_join(th, NULL);
+
+    /* Every pace a socket took during the calls (other than its pace before them). */
+    const double budget = 0.93 * rate * (1 + 3 * li) / (double)sum;
+    const double equal = 0.93 * rate / nl;
+    int seen = 0;
+    for (int fd = 0; fd < MAXFD; ++fd) {
+        const struct Hist* h = &hist[fd];
+        for (int i = 0; i < MAXVAL && h->n[i]; ++i) {
+            const double got = (double)h->v[i];
+            int k = 1;
+            while (k < nr && fabs(got * k - budget) > 0.01 * budget) ++k;
+            seen++;
+            if (fabs(got * k - budget) > 0.01 * budget) {
+                errors++;
+                fprintf(stderr,
+                        "rank %d (index %d of %d in its cluster): socket %d paced to %.0f B/s "
+                        "(%ld samples), expected %.0f / k, k = 1..%d (equal shares: %.0f / k)\n",
+                        rank, li, nl, fd, got, h->n[i], budget, nr, equal);
+            }
+        }
+    }
+    if (seen < 1) {
+        errors++;
+        fprintf(stderr, "rank %d: no socket changed its pace during the Alltoallvs\n", rank);
+    } else {
+        printf("rank %d: WAN sockets paced at %.0f B/s / k (equal shares: %.0f / k), %d values\n",
+               rank, budget, equal, seen);
+    }
+    int all = 0;
+    MPI_Reduce(&errors, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (all) printf(" Found %d errors\n", all);
+        else printf(" No Errors\n");
+    }
+    free(sb);
+    free(rb);
+    free(sc);
+    free(rc);
+    free(sd);
+    free(rd);
+    MPI_Finalize();
+    return 0;
+}
