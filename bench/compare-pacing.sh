@@ -6,7 +6,7 @@
 #   sudo bench/compare-pacing.sh [--rate 100mbit] [--delay 10ms] [--queue-pkts 20] [--hosts 4]
 #                                [--nic 1gbit|off] [--cc "cubic bbr"] [--runs N] [--quick]
 #                                [--only coll,single,outage,phase] [--outage-msg 256K]
-#                                [--no-openmpi] [--plot PNG]
+#                                [--no-openmpi] [--plot PNG] [--coll LIST] [--paced-env "V=x ..."]
 #                                [--keep] [--build DIR]
 #
 #   --rate/--delay  the link between the two clusters (default 100 Mbit/s, 10 ms one way)
@@ -24,6 +24,11 @@
 #                   link's return needs the whole lost window resent: 16K measures when bytes
 #                   flow again rather than when a large message completes)
 #   --no-openmpi    skip Open MPI (needs mpicc.openmpi / mpirun.openmpi)
+#   --coll LIST     the collective measurements instead of the default list (see "sizes"
+#                   below), e.g. a2av:1M:2,is:256K:4 (kind:size per pair:calls; kinds a2a, a2av,
+#                   ft, is), to repeat the cases a change concerns
+#   --paced-env S   more settings for the paced mode's ranks, e.g. "WANMPI_COLL_WAN_SHARES=equal"
+#                   or "WANMPI_WAN_RESTORE=0" (to compare a feature with and without it)
 #   --plot PNG      write the wanemu traffic plot of one collective, unpaced then paced (first cc,
 #                   run 1; a2a 256 KiB/pair if measured), e.g. docs/img/pacing.png
 #   --keep          keep the temporary directory (binaries, raw outputs, marks, CSVs, monitor)
@@ -102,6 +107,8 @@ OUT_MSG=256K
 OMPI=1
 PLOT=
 KEEP=0
+COLL_ARG=
+PACED_ENV=
 while [ $# -gt 0 ]; do
     case $1 in
         --rate) RATE=$2; shift 2 ;;
@@ -117,6 +124,8 @@ while [ $# -gt 0 ]; do
         --no-openmpi) OMPI=0; shift ;;
         --plot) PLOT=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
+        --coll) COLL_ARG=$2; shift 2 ;;
+        --paced-env) PACED_ENV=$2; shift 2 ;;
         --build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare-pacing.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -308,6 +317,7 @@ else
     PHASE=phase:256K:32M
     T_COLL=1500
 fi
+[ -z "$COLL_ARG" ] || COLL=$COLL_ARG
 OUTAGE=8
 bytes_of() { case $1 in *K) echo $(( ${1%K} * 1024 )) ;; *M) echo $(( ${1%M} * 1048576 )) ;; *) echo "$1" ;; esac; }
 MODES="unpaced paced"
@@ -370,7 +380,12 @@ job() {
     case $mode in
         unpaced|paced)
             xs=(-x WANMPI_WAN_CC="$cc" -x WANMPI_WAN_STATS="$TMP/$id.csv" -x LD_LIBRARY_PATH="$TMP/lib")
-            [ $mode = unpaced ] && xs+=(-x WANMPI_WAN_ADAPT=off) || xs+=(-x WANMPI_WAN_RATE="$RATE")
+            if [ $mode = unpaced ]; then
+                xs+=(-x WANMPI_WAN_ADAPT=off)
+            else
+                xs+=(-x WANMPI_WAN_RATE="$RATE")
+                for v in $PACED_ENV; do xs+=(-x "$v"); done
+            fi
             [ ${#shim[@]} = 0 ] || xs+=(-x "${shim[0]}" -x "${shim[1]}")
             env "${shim[@]}" timeout $((limit + 60)) "$SITES" --bin "$TMP/bin" --run "$RUN" -n "$np" --timeout $((limit + 30)) \
                 -q "${xs[@]}" -- "$TMP/pacing_bench.wanmpi" -S "$sync" -t "$tests" >"$out" 2>&1 &

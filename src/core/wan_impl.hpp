@@ -394,6 +394,8 @@ public:
         // 1.1-1.6x slower Alltoalls with it.
         const uint64_t bucket = flows > 1 ? 0 : bytes_per_s;
         if (bucket != pacer_.rate()) pacer_.set_rate(bucket, base::now_ns());
+        // A cap going back up ends a rate-managed collective: the per-pattern restore.
+        const bool restore = cap != 0 && cap_ != 0 && cap > cap_;
         rate_ = bytes_per_s;
         cap_ = cap;
         flows_ = flows;
@@ -405,6 +407,7 @@ public:
                 WANMPI_LOG(warn, "SO_MAX_PACING_RATE not applied (%s): only wanmpi's own "
                                  "budget paces the WAN sockets", std::strerror(e));
             }
+            if (restore) wanlink::restore_window(p.fd);
         }
     }
     uint64_t rate() const override { return pending_ ? pend_rate_ : rate_; }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <unistd.h>
+
 #include "base/log.hpp"
 #include "base/tunables.hpp"
 #include "wanlink/sockopt.hpp"
@@ -24,9 +26,10 @@ static base::Tunable<std::string> t_rate(
     "Bandwidth of this cluster's link to the other clusters, shared by its hosts, e.g. 200mbit, "
     "1gbit, 25MBps (tc units, decimal; on the wire, headers included). Set, it turns pacing "
     "on: each rank sends across the WAN at most at its share (the WANMPI_MATB attribute, "
-    "default the rate divided among the ranks of its host), and Alltoall(v/w) and Allgatherv "
-    "pace every rank to rate / number of concurrent WAN senders of its cluster. Empty: no "
-    "pacing, and the WANMPI_MAXRATE attribute is absent.",
+    "default the rate divided among the ranks of its host), and Alltoall(v/w) and Allgather(v) "
+    "pace every rank to its share of the rate for the call (rate / concurrent WAN senders of "
+    "its cluster; in Alltoallv/w in proportion to its WAN bytes). Empty: no pacing, and the "
+    "WANMPI_MAXRATE attribute is absent.",
     base::Level::user);
 static base::Tunable<int64_t> t_rto_min(
     "WAN", "RTO_MIN_US", 0,
@@ -83,6 +86,16 @@ static base::Tunable<std::string> t_lowat(
     "64 KiB to 8 MiB, re-evaluated as data flows. 0: no limit (the kernel's default; the "
     "socket buffer, up to net.ipv4.tcp_wmem's maximum, is the queue). Too low a value costs "
     "throughput on a busy host: the rank must refill the socket before it runs dry.",
+    base::Level::tuner);
+
+static base::Tunable<bool> t_restore(
+    "WAN", "RESTORE", true,
+    "Per-pattern restore: when a rate-managed collective ends and the pacing cap of a "
+    "connection between clusters goes back up to the rank's own share, forget the slow-start "
+    "threshold a loss during the collective left (cubic, reno; briefly entering bbr does it), so "
+    "that point-to-point traffic after the collective fills the link in a few round trips, "
+    "paced to the rank's share, instead of growing the window slowly for seconds. Needs bbr "
+    "in net.ipv4.tcp_allowed_congestion_control, or root. 0: leave the window alone.",
     base::Level::tuner);
 
 bool adapt_enabled() { return t_adapt.get(); }
@@ -242,6 +255,49 @@ std::string socket_cc(int fd) {
     if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
     name[len < sizeof name ? len : sizeof name - 1] = 0;
     return name;
+}
+
+namespace {
+// Whether this process may set `cc` on a socket: it is in the allowed list, or we are root.
+bool may_set_cc(const std::string& cc) {
+    if (geteuid() == 0) return true;
+    std::FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "r");
+    if (!f) return false;
+    char buf[256] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    std::string list(buf, n);
+    size_t pos = 0;
+    while (pos < list.size()) {
+        const size_t end = list.find_first_of(" \n", pos);
+        if (list.substr(pos, end - pos) == cc) return true;
+        if (end == std::string::npos) break;
+        pos = end + 1;
+    }
+    return false;
+}
+}  // namespace
+
+bool restore_window(int fd) {
+    if (fd < 0 || !t_adapt.get() || !t_restore.get()) return false;
+    const std::string cc = socket_cc(fd);
+    if (cc.empty() || cc == "bbr" || !may_set_cc(cc)) return false;
+    struct tcp_info ti{};
+    socklen_t len = sizeof ti;
+    // Already unbounded (no loss since the connection began): nothing to forget.
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_snd_ssthresh >= 0x7fffffffu)
+        return false;
+    static const char kBbr[] = "bbr";
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, kBbr, sizeof kBbr - 1) != 0) return false;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), socklen_t(cc.size())) != 0) {
+        static std::once_flag said;
+        std::call_once(said, [&] {
+            WANMPI_LOG(warn, "WANMPI_WAN_RESTORE: could not return a socket to %s (%s); it "
+                             "stays on bbr", cc.c_str(), std::strerror(errno));
+        });
+        return false;
+    }
+    return true;
 }
 
 void set_keepalive(int fd, int64_t seconds) {

@@ -86,4 +86,17 @@ int set_notsent_lowat(int fd, int64_t bytes);
 // The congestion control a socket uses (TCP_CONGESTION), e.g. "cubic"; "" if unknown.
 std::string socket_cc(int fd);
 
+// The per-pattern restore (WANMPI_WAN_RESTORE), for a socket whose pacing cap has just been
+// raised at the end of a rate-managed collective. A loss during the collective leaves a
+// loss-based congestion control (cubic, reno) with a slow-start threshold sized for its share of
+// the link; the point-to-point traffic after it then grows its window in congestion avoidance,
+// and one flow took 5 s to fill a 100 Mbit/s link again (docs/benchmarks.md "Phase change").
+// Linux has no option to set the threshold, but entering bbr sets it to infinity (bbr_init) and
+// returning to the socket's own algorithm keeps it so (only its own state is reset): the window
+// then grows in slow start, spaced by the pacing cap, which keeps it within the rank's budget.
+// Nothing happens under bbr (it keeps no threshold), without a cap, or when the socket could
+// not return to its algorithm (an unprivileged process may set only those in
+// net.ipv4.tcp_allowed_congestion_control). Returns whether the threshold was reset.
+bool restore_window(int fd);
+
 }  // namespace wanmpi::wanlink

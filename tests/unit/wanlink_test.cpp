@@ -156,6 +156,49 @@ TEST(WanlinkPacing, BucketHoldsTheRate) {
     EXPECT_EQ(p.depth(), std::max<size_t>(65536, size_t(share * 0.005)));
 }
 
+// Work-conserving shares (rate-managed Alltoallv/w): in proportion to the volumes, summing to 1,
+// with a floor for a sender that has almost nothing to send; equal shares would fail each line.
+TEST(WanlinkPacing, VolumeSharesFollowTheBytes) {
+    const int64_t two[] = {1 << 20, 3 << 20};
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(two, 2, 0).share, 0.25);
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(two, 2, 1).share, 0.75);
+    EXPECT_EQ(wanlink::volume_share(two, 2, 1).senders, 2);
+    EXPECT_EQ(wanlink::volume_share(two, 2, 1).index, 1);
+    // A rank that sends nothing across is no sender and gets nothing; the others share.
+    const int64_t four[] = {100, 300, 0, 400};
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(four, 4, 0).share, 0.125);
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(four, 4, 3).share, 0.5);
+    EXPECT_EQ(wanlink::volume_share(four, 4, 3).senders, 3);
+    EXPECT_EQ(wanlink::volume_share(four, 4, 3).index, 2);
+    EXPECT_EQ(wanlink::volume_share(four, 4, 2).share, 0.0);
+    EXPECT_EQ(wanlink::volume_share(four, 4, 2).senders, 0);
+    // The floor: a quarter of an equal share, renormalized so that the shares still sum to 1.
+    const int64_t tiny[] = {1, 999};
+    const double floor = 1000.0 / 8, sum = floor + 999;
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(tiny, 2, 0).share, floor / sum);
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(tiny, 2, 1).share, 999 / sum);
+    const int64_t odd[] = {7, 1, 250, 3, 90, 0, 41};
+    double total = 0;
+    for (size_t i = 0; i < 7; ++i) total += wanlink::volume_share(odd, 7, i).share;
+    EXPECT_NEAR(total, 1.0, 1e-12);
+    // Equal volumes: equal shares; one sender: the whole link.
+    const int64_t eq[] = {5, 5, 5};
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(eq, 3, 1).share, 1.0 / 3);
+    EXPECT_DOUBLE_EQ(wanlink::volume_share(eq, 1, 0).share, 1.0);
+}
+
+// The per-pattern restore leaves a connection alone whose slow-start threshold is still
+// unbounded (no loss yet), and never changes its congestion control.
+TEST(WanlinkTcp, RestoreWindowKeepsTheAlgorithm) {
+    Loopback lb;
+    lb.open();
+    const std::string cc = wanlink::socket_cc(lb.c.fd);
+    ASSERT_FALSE(cc.empty());
+    EXPECT_FALSE(wanlink::restore_window(lb.c.fd));
+    EXPECT_EQ(wanlink::socket_cc(lb.c.fd), cc);
+    EXPECT_FALSE(wanlink::restore_window(-1));
+}
+
 TEST(WanlinkStats, TcpInfoOfALiveConnection) {
     Loopback lb;
     ASSERT_NO_FATAL_FAILURE(lb.open());

@@ -319,7 +319,12 @@ std::vector<Finding> check_congestion() {
         std::string want = allowed_s + " " + we::join(missing, " ");
         std::string detail = allowed_s + ": unprivileged ranks cannot choose " +
                              we::join(missing, " ") + " per socket (WANMPI_WAN_CC=" + missing[0] +
-                             " is refused without CAP_NET_ADMIN)";
+                             " is refused without CAP_NET_ADMIN" +
+                             (has(missing, "bbr") ? std::string("; WANMPI_WAN_RESTORE, which "
+                                                                "resets the window after a "
+                                                                "collective, needs bbr")
+                                                  : std::string()) +
+                             ")";
         out.push_back(has(missing, "bbr")
                           ? sysctl_finding(Level::warn, akey, detail, want)
                           : make(Level::info, akey, detail, sysctl_cmd(akey, want)));
