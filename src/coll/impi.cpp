@@ -910,9 +910,13 @@ void impi_wan_share(Module* mod, const Args& a, core::WanShare* out) {
         for (int i = 0; i < t.n; ++i) {
             bytes += int64_t(a.rcounts[i]) *
                      (a.kind == Kind::alltoallw ? ty_of(a.rtypes[i]).size : a.rt.size);
-            if (t.mnum[size_t(i)] != k) mine += a2av_send_bytes(a, i);
+            if (t.mnum[size_t(i)] == k) continue;
+            const int64_t b = a2av_send_bytes(a, i);
+            mine += b;
+            if (b > 0) out->peer_bytes.emplace_back(a.comm->world[size_t(i)], uint64_t(b));
         }
         if (t_shares.get() == "equal") {
+            out->peer_bytes.clear();
             if (bytes >= kManagedMin) out->senders = nl;
             return;
         }

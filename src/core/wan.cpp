@@ -843,25 +843,53 @@ int Wan::progress(transport::RecvSink& sink) {
 // socket whose data has all left (nothing queued here, nothing unsent in the kernel) gives its
 // share to those still sending: an Alltoallv's small blocks finish early, and without this the
 // rank's long ones would go on at a fraction of its budget while the link idles. The caps of
-// the busy sockets still sum to the budget, so the cluster stays within the link. Checked at
-// most every millisecond (one ioctl per idle socket).
+// the busy sockets still sum to the budget, so the cluster stays within the link. With weights
+// (set_weights: each peer's bytes in the call) the busy sockets share in proportion to them,
+// so that they finish together and seldom need re-sharing (each re-share makes TCP ramp up to
+// the new rate). Checked at most every millisecond (one ioctl per idle socket).
 void Wan::share_caps() {
     const int64_t now = base::now_ns();
     if (now - shared_at_ < 1000000) return;
     shared_at_ = now;
     int busy = 0;
-    for (int r : list_) {
+    uint64_t wsum = 0, wall = 0;
+    busy_.assign(list_.size(), 0);
+    for (size_t i = 0; i < list_.size(); ++i) {
+        const int r = list_[i];
         const Peer& p = peers_[size_t(r)];
-        if (p.alive && (!p.wire.empty() || !p.held.empty() || !p.bulk.empty() ||
-                        wanlink::socket_unsent(p.fd) > 0))
+        if (!p.alive) continue;
+        const uint64_t w = weight_.empty() ? 0 : weight_[size_t(r)];
+        wall += w;
+        if (!p.wire.empty() || !p.held.empty() || !p.bulk.empty() ||
+            wanlink::socket_unsent(p.fd) > 0) {
             ++busy;
+            wsum += w;
+            busy_[i] = 1;
+        }
     }
     const uint64_t cap = wanlink::Pacer::socket_cap(rate_, std::clamp(busy, 1, flows_));
-    if (cap == cap_) return;
+    if (weight_.empty()) {
+        if (cap == cap_) return;
+        cap_ = cap;
+        for (int r : list_) {
+            const Peer& p = peers_[size_t(r)];
+            if (p.alive) wanlink::set_socket_pacing(p.fd, cap);
+        }
+        return;
+    }
+    // Weighted: nothing queued anywhere yet (rendezvous grants on their way): all weights. An
+    // idle socket gets the part it would have if it joined the busy ones now (a rendezvous
+    // grant may arrive before the next pass), never more than the budget.
+    if (!wsum) wsum = wall;
+    if (wsum == shared_wsum_ && cap == cap_) return;
+    shared_wsum_ = wsum;
     cap_ = cap;
-    for (int r : list_) {
+    for (size_t i = 0; i < list_.size(); ++i) {
+        const int r = list_[i];
         const Peer& p = peers_[size_t(r)];
-        if (p.alive) wanlink::set_socket_pacing(p.fd, cap);
+        if (!p.alive) continue;
+        const uint64_t w = busy_[i] || wsum == wall ? wsum : wsum + weight_[size_t(r)];
+        wanlink::set_socket_pacing(p.fd, cap_of(r, cap, w));
     }
 }
 

@@ -61,6 +61,12 @@ public:
     // `flows`: how many of its WAN sockets send at once (each socket's kernel cap is the budget
     // divided by it; wanlink::Pacer::socket_cap).
     virtual void set_rate(uint64_t bytes_per_s, int flows) = 0;
+    // Work-conserving caps inside the rank (a rate-managed Alltoallv/w): the bytes the call
+    // sends to each peer (world rank, bytes). While set, each socket's cap is the budget in
+    // proportion to its peer's bytes among the sockets still sending, instead of an equal part,
+    // so that the rank's flows finish together. Empty: equal parts. Set before the call's
+    // set_rate; cleared before the set_rate that ends it.
+    virtual void set_weights(const std::vector<std::pair<int, uint64_t>>& w) = 0;
     virtual uint64_t rate() const = 0;
     // The k-th socket (in the order of the peers) may not start writing before now + first +
     // k x stride (spreading the unpaced first packets of many flows; see WanPhase).

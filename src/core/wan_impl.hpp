@@ -399,16 +399,35 @@ public:
         rate_ = bytes_per_s;
         cap_ = cap;
         flows_ = flows;
+        uint64_t wsum = 0;
+        for (int r : list_)
+            if (peers_[size_t(r)].alive && !weight_.empty()) wsum += weight_[size_t(r)];
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
             if (!p.alive) continue;
-            if (int e = wanlink::set_socket_pacing(p.fd, cap); e && !pacing_said_) {
+            if (int e = wanlink::set_socket_pacing(p.fd, cap_of(r, cap, wsum));
+                e && !pacing_said_) {
                 pacing_said_ = true;
                 WANMPI_LOG(warn, "SO_MAX_PACING_RATE not applied (%s): only wanmpi's own "
                                  "budget paces the WAN sockets", std::strerror(e));
             }
             if (restore) wanlink::restore_window(p.fd);
         }
+    }
+    void set_weights(const std::vector<std::pair<int, uint64_t>>& w) override {
+        weight_.clear();
+        if (w.empty()) return;
+        weight_.assign(size_t(job_.size()), 0);
+        for (const auto& [r, b] : w)
+            if (r >= 0 && r < job_.size()) weight_[size_t(r)] = b;
+    }
+    // The cap of peer r's socket: `cap` (an equal part of the budget), or with weights its
+    // peer's part of `wsum` (the weights of the sockets sharing the budget). A socket the call
+    // sends nothing on keeps the equal part: it still carries acknowledgements.
+    uint64_t cap_of(int r, uint64_t cap, uint64_t wsum) const {
+        if (weight_.empty() || !wsum || !cap || !weight_[size_t(r)]) return cap;
+        const double share = double(weight_[size_t(r)]) / double(wsum);
+        return std::max<uint64_t>(1, wanlink::Pacer::socket_cap(uint64_t(double(rate_) * share), 1));
     }
     uint64_t rate() const override { return pending_ ? pend_rate_ : rate_; }
     void stagger(int64_t first_ns, int64_t stride_ns) override {
@@ -686,7 +705,10 @@ private:
     uint64_t rate_ = 0;        // the budget (set_rate), bytes/s on the wire; 0 = unlimited
     uint64_t cap_ = 0;         // each socket's SO_MAX_PACING_RATE (0 = unlimited)
     int flows_ = 1;            // sockets the budget is split among (set_rate)
+    std::vector<uint64_t> weight_;  // per peer: bytes of the managed call (set_weights); empty: none
     int64_t shared_at_ = 0;    // last share_caps() pass
+    uint64_t shared_wsum_ = 0; // the busy sockets' weights at that pass
+    std::vector<char> busy_;   // share_caps: which of list_ still send (scratch)
     bool pending_ = false;     // a higher rate waits for the kernel's backlog (set_rate)
     uint64_t pend_rate_ = 0;
     int pend_flows_ = 1;

@@ -100,6 +100,10 @@ WanPhase::WanPhase(const WanShare& s) {
     const uint64_t budget = s.share > 0 && s.share <= 1
                                 ? std::max<uint64_t>(1, uint64_t(double(rate) * s.share))
                                 : rate / uint64_t(senders);
+    if (!s.peer_bytes.empty()) {
+        weighted_ = true;
+        g->wan->set_weights(s.peer_bytes);
+    }
     g->wan->set_rate(budget, flows);
     // Every flow's first packets leave unpaced (TCP sends at least two segments at once, and
     // nothing is paced before a connection's tenth), so S senders x F flows starting together
@@ -113,7 +117,9 @@ WanPhase::WanPhase(const WanShare& s) {
 }
 
 WanPhase::~WanPhase() {
-    if (active_ && g && g->wan) g->wan->set_rate(saved_, saved_flows_);
+    if (!active_ || !g || !g->wan) return;
+    if (weighted_) g->wan->set_weights({});
+    g->wan->set_rate(saved_, saved_flows_);
 }
 
 namespace {

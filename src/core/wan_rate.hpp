@@ -18,6 +18,10 @@
 // Threading: under the API lock (attribute calls, collectives, MPI_Finalize).
 #pragma once
 
+#include <cstdint>
+#include <utility>
+#include <vector>
+
 namespace wanmpi::core {
 
 // After the wan route exists (engine_init): applies the default MATB.
@@ -36,12 +40,15 @@ int wan_set_matb_kBps(long v);
 //            first packets of the call's flows (WanTransport::stagger);
 //   share    the caller's fraction of the link, in (0, 1]: work-conserving shares, its WAN
 //            bytes over its cluster's for the call, so that every sender of the cluster
-//            finishes at the same time; 0: equal shares, 1 / senders.
+//            finishes at the same time; 0: equal shares, 1 / senders;
+//   peer_bytes  (world rank, bytes the call sends it across the WAN): the rank's budget is split
+//            among its sockets in proportion (WanTransport::set_weights); empty: equal parts.
 struct WanShare {
     int senders = 0;
     int flows = 1;
     int index = 0;
     double share = 0;
+    std::vector<std::pair<int, uint64_t>> peer_bytes;
 };
 
 // A rate-managed collective: for its duration this rank's limit is MAXRATE x its share (see
@@ -56,6 +63,7 @@ public:
 
 private:
     bool active_ = false;
+    bool weighted_ = false;
     unsigned long long saved_ = 0;
     int saved_flows_ = 1;
 };

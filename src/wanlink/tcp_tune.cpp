@@ -297,6 +297,9 @@ bool restore_window(int fd) {
         });
         return false;
     }
+    WANMPI_LOG(debug, "WANMPI_WAN_RESTORE: %s socket %d: slow-start threshold %u segments "
+                      "forgotten (window %u)", cc.c_str(), fd, ti.tcpi_snd_ssthresh,
+               ti.tcpi_snd_cwnd);
     return true;
 }
 
