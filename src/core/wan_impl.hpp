@@ -386,7 +386,8 @@ public:
     }
     void apply_rate(uint64_t bytes_per_s, int flows) {
         const uint64_t cap = wanlink::Pacer::socket_cap(bytes_per_s, flows);
-        if (bytes_per_s == rate_ && cap == cap_) return;
+        if (bytes_per_s == rate_ && cap == cap_ && !reweigh_) return;
+        reweigh_ = false;
         // The bucket shares the budget among sockets the caller did not count (flows == 1:
         // point-to-point). When the caller counted them, the caps already sum to the budget,
         // and a bucket at the same rate would only add its own losses (a socket idle for a
@@ -415,6 +416,10 @@ public:
         }
     }
     void set_weights(const std::vector<std::pair<int, uint64_t>>& w) override {
+        // The next set_rate and share_caps pass apply the caps again even if budget and
+        // flows are those of the previous call: its last pass left them as its end needed.
+        reweigh_ = true;
+        shared_wsum_ = ~uint64_t(0);
         weight_.clear();
         if (w.empty()) return;
         weight_.assign(size_t(job_.size()), 0);
@@ -709,6 +714,7 @@ private:
     int64_t shared_at_ = 0;    // last share_caps() pass
     uint64_t shared_wsum_ = 0; // the busy sockets' weights at that pass
     std::vector<char> busy_;   // share_caps: which of list_ still send (scratch)
+    bool reweigh_ = false;     // set_weights since the last apply_rate
     bool pending_ = false;     // a higher rate waits for the kernel's backlog (set_rate)
     uint64_t pend_rate_ = 0;
     int pend_flows_ = 1;
