@@ -932,7 +932,7 @@ extern Comm* comm_world_setup(int rank, int size);
 static int agent_hook() {
     static int64_t next = 0;
     int64_t now = base::now_ns();
-    if (now < next || !g->impi || !g->impi->agent || g->impi->agent->server_fd() < 0) return 0;
+    if (now < next || !g->impi || !g->impi->agent || !g->impi->agent->watching()) return 0;
     next = now + 20 * 1000 * 1000;
     base::Status s = g->impi->agent->poll_server();
     if (s.ok()) return 0;

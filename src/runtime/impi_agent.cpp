@@ -16,6 +16,7 @@
 #include "base/log.hpp"
 #include "base/tunables.hpp"
 #include "runtime/impi_dance.hpp"
+#include "runtime/impi_resume.hpp"
 
 namespace wanmpi::impi {
 
@@ -212,6 +213,7 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
     finished_ = false;
     lost_ = Status::OK();
     notice_.clear();
+    hmac_ = keep_ = reconnecting_ = fini_sent_ = false;
     if (cfg.client < 0 || cfg.client > 31)
         return Status(Errc::invalid, "IMPI client rank " + std::to_string(cfg.client) +
                                          " is not in 0..31");
@@ -270,6 +272,7 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
                                                  "job secret (" + cfg.auth.secret.source +
                                                  "): not this job's impi-server?");
         }
+        hmac_ = true;
     } else if (cfg.auth.secret.set() && !cfg.auth.none && !cfg.auth.key) {
         fd_.reset();
         return Status(Errc::proto_error, server_name_ + " chose authentication method " +
@@ -410,6 +413,7 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
 
 Status Agent::poll_server() {
     if (!lost_.ok()) return lost_;
+    if (reconnecting_) return come_back();
     if (!fd_ || finished_) return Status::OK();  // after FINI the server may close at any time
     bool eof = false;
     int err = 0;
@@ -426,7 +430,29 @@ Status Agent::poll_server() {
         err = r < 0 ? errno : 0;
         break;
     }
+    // KEEP (only ever sent by an impi-relay after wanmpi's AUTH): it may come back.
+    while (hmac_ && notice_.size() >= kCmdHeader &&
+           decode_cmd(reinterpret_cast<const uint8_t*>(notice_.data())).cmd == CMD_KEEP &&
+           decode_cmd(reinterpret_cast<const uint8_t*>(notice_.data())).len == 0) {
+        notice_.erase(0, kCmdHeader);
+        if (!keep_) WANMPI_LOG(info, "%s may come back if it is restarted", server_name_.c_str());
+        keep_ = true;
+    }
     if (notice_.empty() && !eof) return Status::OK();
+    if (notice_.empty() && keep_) {
+        // Dropped without a LOST notice: the relay died or was restarted. Wait for it.
+        fd_.reset();
+        reconnecting_ = true;
+        away_since_ = now_ms();
+        next_try_ = 0;
+        backoff_ = 10;
+        away_why_ = "closed the connection without an orderly end" +
+                    (err ? " (" + base::errno_text(err) + ")" : std::string());
+        WANMPI_LOG(warn, "%s %s; waiting up to %lld s for it to come back (WANMPI_WAN_RECONNECT_S)",
+                   server_name_.c_str(), away_why_.c_str(),
+                   (long long)(wanlink::reconnect_ms() / 1000));
+        return come_back();
+    }
     const auto* b = reinterpret_cast<const uint8_t*>(notice_.data());
     std::string m = server_name_ + " closed the connection before our FINI";
     if (notice_.size() >= kCmdHeader) {
@@ -459,9 +485,58 @@ Status Agent::poll_server() {
     return lost_;
 }
 
+Status Agent::come_back() {
+    const int64_t now = now_ms(), limit = wanlink::reconnect_ms();
+    if (now - away_since_ >= limit) {
+        reconnecting_ = false;
+        lost_ = Status(Errc::peer_failed, server_name_ + " " + away_why_ +
+                                              " and did not come back within " +
+                                              std::to_string(limit / 1000) +
+                                              " s (WANMPI_WAN_RECONNECT_S)");
+        return lost_;
+    }
+    if (now < next_try_) return Status::OK();
+    next_try_ = now + backoff_;
+    backoff_ = std::min<int64_t>(backoff_ * 2, 500);
+    auto hp = base::parse_host_port(cfg_.server);
+    std::string err;
+    int fd = base::tcp_connect(hp->host, hp->port, 1000, &err);
+    if (fd < 0) return Status::OK();  // not listening yet: try again later
+    base::Fd f(fd);
+    BackMsg back;
+    back.client = uint32_t(cfg_.client);
+    back.fini = fini_sent_;
+    back.session = session_;
+    Status s = resume_client(fd, cfg_.auth.secret, back, now + 5000, server_name_);
+    if (!s.ok()) {
+        // A relay that answers but refuses (another job, another secret) will not change its
+        // mind; anything else (it is still starting) is tried again.
+        if (s.code() == Errc::invalid || s.code() == Errc::link_failed) {
+            reconnecting_ = false;
+            lost_ = Status(Errc::peer_failed, s.message());
+            return lost_;
+        }
+        WANMPI_LOG(debug, "%s", s.message().c_str());
+        return Status::OK();
+    }
+    base::set_nonblock(fd, true);
+    base::set_nodelay(fd);
+    fd_ = std::move(f);
+    reconnecting_ = false;
+    notice_.clear();
+    WANMPI_LOG(warn, "%s came back after %lld ms", server_name_.c_str(),
+               (long long)(now_ms() - away_since_));
+    return Status::OK();
+}
+
 Status Agent::fini() {
     if (finished_) return lost_;
     Status s = poll_server();
+    // FINI must reach a relay that is coming back: wait for it (bounded by come_back()).
+    while (s.ok() && reconnecting_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        s = poll_server();
+    }
     if (!s.ok()) {
         finished_ = true;
         return s;
@@ -471,6 +546,7 @@ Status Agent::fini() {
     uint8_t m[kCmdHeader];
     encode_cmd(CmdHeader{CMD_FINI, 0}, m);
     s = send_all(m, sizeof m, now_ms() + 10000, "while sending FINI");
+    fini_sent_ = true;
     // The socket stays open until the Agent goes (normally at exit): a server that reads FINI
     // and the close in one go might otherwise take the close for a crash.
     if (s.ok()) WANMPI_LOG(info, "IMPI client %d: FINI sent", cfg_.client);

@@ -71,7 +71,14 @@ public:
     // The server connection (nonblocking), -1 before start() and after fini(). Readable means
     // the server closed it or sent a notice: call poll_server().
     int server_fd() const { return finished_ ? -1 : fd_.get(); }
-    // Never blocks. ok: nothing happened (yet). Otherwise Errc::peer_failed with a message that
+    // Whether poll_server() still needs calling: the connection is open, or this agent is
+    // waiting for its impi-relay to come back (server_fd() is -1 then, and changes after).
+    bool watching() const { return !finished_ && (fd_ || reconnecting_); }
+    // Never blocks for long. ok: nothing happened (yet), or the agent waits for its impi-relay
+    // to come back: a relay that said KEEP (impi_resume.hpp) and whose connection dropped
+    // without a LOST notice is redialled (mutual HMAC AUTH, then BACK) for up to
+    // WANMPI_WAN_RECONNECT_S; each call tries at most once (the connect and the exchange are
+    // bounded by a few seconds). Otherwise Errc::peer_failed with a message that
     // names what was lost ("IMPI server ... closed the connection before our FINI: client 1 ...
     // died"). Once it has failed it keeps returning the same status.
     base::Status poll_server();
@@ -89,6 +96,7 @@ private:
     base::Status send_all(const uint8_t* p, size_t n, int64_t deadline_ms, const char* what);
     base::Status recv_all(uint8_t* p, size_t n, int64_t deadline_ms, const char* what);
     base::Status closed(const char* what, int err);
+    base::Status come_back();  // one attempt to reconnect to the relay (see poll_server())
 
     AgentConfig cfg_;
     base::Fd fd_;
@@ -97,6 +105,14 @@ private:
     std::string notice_;  // bytes of a LOST notice received so far
     std::string server_name_ = "IMPI server";
     std::array<uint8_t, 32> session_{};  // for messages; "impi-relay ADDR" behind one
+    // impi-relay restarts: the relay said KEEP; while reconnecting_, since when, why, and when
+    // to try next. fini_sent_: FINI went out (a relay that comes back passes it on in BACK).
+    bool hmac_ = false;
+    bool keep_ = false;
+    bool reconnecting_ = false;
+    bool fini_sent_ = false;
+    int64_t away_since_ = 0, next_try_ = 0, backoff_ = 10;
+    std::string away_why_;
 };
 
 }  // namespace wanmpi::impi

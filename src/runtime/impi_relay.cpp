@@ -25,6 +25,8 @@
 #include "runtime/event_loop.hpp"
 #include "runtime/impi_dance.hpp"
 #include "runtime/impi_relay_data.hpp"
+#include "runtime/impi_relay_impl.hpp"
+#include "runtime/impi_resume.hpp"
 
 namespace wanmpi::impi {
 
@@ -53,6 +55,7 @@ RelayConfig relay_config_from_env() {
     c.startup_timeout_ms = t_relay_startup.get() * 1000;
     c.splice_min = uint64_t(std::max<int64_t>(0, t_splice_min.get()));
     c.splice = c.splice_min > 0;
+    c.reconnect_ms = wanlink::reconnect_ms();
     return c;
 }
 
@@ -95,107 +98,8 @@ std::string route_source(const std::string& host, uint16_t port) {
     return out;
 }
 
-// A command stream (agent, server, trunk member): nonblocking, with an input buffer and an
-// output queue.
-struct Link {
-    int fd = -1;
-    std::string who;
-    std::vector<uint8_t> in;
-    std::string out;
-    bool eof = false;
-    bool paused = false;  // input is not parsed until the relay can go on
-    uint64_t serial = 0;  // tells a link from a later one at the same address (timers)
-};
-
 }  // namespace
 
-class Relay {
-public:
-    explicit Relay(const RelayConfig& cfg) : cfg_(cfg) {}
-    int run();
-
-private:
-    struct Member {
-        Link link;
-        TrunkHello hello;
-        std::string pub, priv;
-        bool have_ports = false;
-        TrunkPorts ports;
-    };
-
-    // ---- common
-    void watch(Link& l, std::function<void()> on_input);
-    void send(Link& l, const void* p, size_t n);
-    void send_cmd(Link& l, uint32_t cmd, const std::vector<uint8_t>& payload);
-    bool read_in(Link& l);  // false: EOF or error (l.eof set)
-    void close_link(Link& l);
-    void fail(const std::string& why);
-    base::Status open_listeners(const std::string& pub, const std::string& priv, uint32_t n_pub,
-                                uint32_t n_priv, std::vector<uint32_t>* ports);
-    base::Status start_data(int trunks, int index, int client, Job out, Job in);
-    int serve();  // the loop, until exit_ is set
-    void check_allocated();
-    void watch_children();  // re-arming timer over cfg_.poll_children
-
-    // ---- primary
-    int run_primary();
-    void on_listener();
-    void on_unknown(Link* l);
-    void on_agent();
-    void on_server();
-    void on_member(Member* m);
-    bool agent_command(uint32_t cmd, const std::vector<uint8_t>& payload);
-    bool server_command(uint32_t cmd, const std::vector<uint8_t>& payload);
-    void try_allocate();
-    void finish_ok();
-
-    // ---- member
-    int run_member();
-    void on_primary();
-
-    RelayConfig cfg_;
-    runtime::EventLoop loop_;
-    int exit_ = -1;
-    int64_t end_by_ = 0;  // after a normal end: exit once pairs are drained or at this time
-    std::string pub_, priv_;
-
-    // primary
-    int lfd_ = -1;
-    std::map<Link*, std::unique_ptr<Link>> unknown_;
-    uint64_t serial_ = 0;
-    std::unique_ptr<Link> agent_, server_;
-    std::vector<std::unique_ptr<Member>> members_;
-    enum { A_AUTH, A_AUTHREPLY, A_KEY, A_HMAC, A_CMDS } astate_ = A_AUTH;
-    bool server_auth_done_ = false;
-    // wanmpi's AUTH method (wanlink/handshake.hpp) passes through: the agent's response, then
-    // the server's verdict, forwarded as they are (the relay does not check them; it keeps the
-    // session nonce of the challenge, which keys the links: RelayLinkKeys).
-    bool verdict_pending_ = false;
-    int client_ = -1;
-    int nclients_ = 0;
-    uint32_t own_nhosts_ = 0, own_nprocs_ = 0;
-    bool have_own_nhosts_ = false, have_own_nprocs_ = false;
-    std::vector<uint32_t> nhosts_, nprocs_;
-    std::map<uint32_t, std::vector<uint8_t>> agent_contrib_;
-    std::map<uint32_t, CollReply> out_replies_, in_replies_;
-    bool allocating_ = false, faces_ready_ = false;
-    RelayFaces faces_;
-    std::vector<uint32_t> my_ports_;
-    bool fini_ = false;
-    bool done_ = false;
-    std::function<bool()> allocated_check_;
-
-    // The link handshakes of relayed wanmpi pairs (RelayLinkKeys): the primary's secret (it
-    // never leaves this process; members get the derived key in TJOB).
-    wanlink::Secret secret_;
-    RelayLinkKeys keys_;
-
-    // both
-    std::vector<std::pair<base::Fd, int>> listeners_;  // until the data plane takes them
-    RelayMap map_;
-    std::unique_ptr<RelayData> data_;
-    std::unique_ptr<Link> primary_;  // member: the control connection
-};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -275,6 +179,16 @@ void Relay::fail(const std::string& why) {
     WANMPI_LOG(error, "%s; the job cannot go on", why.c_str());
     std::fprintf(stderr, "impi-relay: %s\n", why.c_str());
     if (data_) data_->close_all();
+    if (keep_) {
+        // The other ends would wait for this relay to come back: say the job is over.
+        std::vector<uint8_t> w(why.begin(), why.end());
+        if (server_) send_cmd(*server_, CMD_GONE, w);
+        std::vector<uint8_t> lost(4 + why.size());
+        put_be32(lost.data(), uint32_t(-1));
+        std::memcpy(lost.data() + 4, why.data(), why.size());
+        if (agent_) send_cmd(*agent_, CMD_LOST, lost);
+        drop_state();
+    }
     for (auto& m : members_) {
         std::vector<uint8_t> st(4);
         put_be32(st.data(), 1);
@@ -373,6 +287,24 @@ int Relay::run_primary() {
         keys_.flags = uint8_t((sec != wanlink::Security::none ? wanlink::kFlagAuth : 0) |
                               (sec == wanlink::Security::tls ? wanlink::kFlagTls : 0));
     }
+    if (!cfg_.state_file.empty()) {
+        // A relay that may be restarted proves itself to the server and the agent with the job
+        // secret when it comes back (impi_resume.hpp): without one, -state cannot work.
+        if (!secret_.set()) {
+            std::fprintf(stderr, "impi-relay: -state needs the job secret (WANMPI_JOB_SECRET_FILE, "
+                                 "as the clusters and impi-server): a restarted relay proves "
+                                 "itself with it\n");
+            return 2;
+        }
+        std::string text;
+        bool exists = false;
+        base::Status st = read_state_file(cfg_.state_file, &text, &exists);
+        if (!st.ok()) {
+            std::fprintf(stderr, "impi-relay: %s\n", st.message().c_str());
+            return 2;
+        }
+        if (exists) return run_restarted(text);
+    }
     pub_ = cfg_.public_addr.empty() ? route_source(sp->host, sp->port) : cfg_.public_addr;
     if (pub_.empty()) {
         std::fprintf(stderr, "impi-relay: no route to impi-server at %s (give -public ADDR)\n",
@@ -419,7 +351,7 @@ void Relay::on_listener() {
     for (;;) {
         int fd = ::accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
-        if (unknown_.size() >= 64 || done_) {
+        if (unknown_.size() >= 64 || (done_ && !keep_)) {
             ::close(fd);
             continue;
         }
@@ -444,6 +376,7 @@ void Relay::on_listener() {
 // A new connection on the relay's port: the agent (AUTH) or a trunk member (TRNK).
 void Relay::on_unknown(Link* l) {
     bool ok = read_in(*l);
+    if (l->back) return agent_back(l);
     auto drop = [&](const std::string& why) {
         WANMPI_LOG(warn, "connection from %s: %s; closed", l->who.c_str(), why.c_str());
         close_link(*l);
@@ -454,6 +387,10 @@ void Relay::on_unknown(Link* l) {
         return;
     }
     CmdHeader h = decode_cmd(l->in.data());
+    if (h.cmd == CMD_AUTH && keep_ && (!agent_ || agent_->fd < 0)) {
+        if (!ok) return drop("closed in the middle of AUTH");
+        return agent_back(l);
+    }
     if (h.cmd == CMD_AUTH && !agent_) {
         auto up = std::move(unknown_[l]);
         unknown_.erase(l);
@@ -489,6 +426,7 @@ void Relay::on_unknown(Link* l) {
         try_allocate();
         return;
     }
+    if (done_) return drop("the start-up is over");
     drop(std::string("unexpected first command ") +
          (cmd_name(h.cmd) ? cmd_name(h.cmd) : std::to_string(h.cmd).c_str()) +
          (h.cmd == CMD_AUTH ? " (the cluster's agent is already connected)" : ""));
@@ -591,7 +529,7 @@ bool Relay::agent_command(uint32_t cmd, const std::vector<uint8_t>& payload) {
         return true;
     case CMD_FINI:
         fini_ = true;
-        send_cmd(*server_, cmd, {});
+        if (server_) send_cmd(*server_, cmd, {});  // else BACK carries it (server_back_try)
         return true;
     default:
         return fail("the cluster's agent sent an unknown command " + std::to_string(cmd)), false;
@@ -617,6 +555,7 @@ void Relay::on_server() {
             if (which == wanlink::kAuthHmac && len == wanlink::kAuthChallengeLen)
                 std::memcpy(keys_.session.data(), s.in.data() + 8 + wanlink::kNonce, 32);
             astate_ = which == AUTH_KEY ? A_KEY : which == wanlink::kAuthHmac ? A_HMAC : A_CMDS;
+            hmac_ = which == wanlink::kAuthHmac;
             on_agent();
             continue;
         }
@@ -639,6 +578,7 @@ void Relay::on_server() {
     }
     if (!ok && exit_ < 0) {
         if (fini_) return finish_ok();
+        if (keep_ && !lost_seen_) return server_away("closed the connection without an orderly end");
         fail("impi-server (" + cfg_.server + ") closed the connection before the cluster finished");
     }
 }
@@ -701,11 +641,13 @@ bool Relay::server_command(uint32_t cmd, const std::vector<uint8_t>& payload) {
             return fail(s.message()), false;
         done_ = true;
         send_cmd(*agent_, CMD_DONE, {});
+        save_state();
         return true;
     }
     case CMD_LOST:
         // Pass it on: the agent names the lost client; the server closes next.
-        send_cmd(*agent_, cmd, payload);
+        lost_seen_ = true;
+        if (agent_) send_cmd(*agent_, cmd, payload);
         return true;
     default:
         return fail("impi-server sent an unknown command " + std::to_string(cmd)), false;
@@ -816,6 +758,7 @@ void Relay::finish_ok() {
     if (agent_) close_link(*agent_);
     if (server_) close_link(*server_);
     end_by_ = runtime::EventLoop::now_ms() + 5000;
+    drop_state();
     WANMPI_LOG(info, "the job is over");
 }
 

@@ -162,6 +162,11 @@ struct RelayConfig {
     bool splice = true;        // payloads of >= splice_min bytes by splice(2)
     uint64_t splice_min = 65536;
     int64_t spin_us = 0;       // after traffic, poll this long before sleeping in epoll
+    // -state FILE (impi_resume.hpp): written after the start-up; if it exists at start, this
+    // relay takes over from the one that wrote it. reconnect_ms: WANMPI_WAN_RECONNECT_S, how
+    // long the server, the agent (and this relay) wait for one another to come back.
+    std::string state_file;
+    int64_t reconnect_ms = 60000;
     // Primary only, for the trunk members it starts itself (impi_relay_main.cpp -join-hosts):
     // called once the private address is known; then every 200 ms (a non-empty text: a member
     // failed, the job fails with it); and at the end, to reap them (grace in ms).

@@ -101,7 +101,8 @@ static void end_members(int64_t grace_ms) {
 static int usage(const char* msg) {
     if (msg) std::fprintf(stderr, "impi-relay: %s\n", msg);
     std::fprintf(msg ? stderr : stdout,
-        "usage: impi-relay [-trunks T] [-public ADDR] [-private ADDR] [-port P] [-v] SERVER_ADDR:PORT\n"
+        "usage: impi-relay [-trunks T] [-public ADDR] [-private ADDR] [-port P] [-state FILE] [-v]\n"
+        "                  SERVER_ADDR:PORT\n"
         "       impi-relay -join RELAY_ADDR:PORT [-public ADDR] [-private ADDR] [-v]\n"
         "  Runs on a front-end of a private-address cluster that has a private and a public\n"
         "  address. Prints ADDR:PORT (its private side) on its first line: give it to the\n"
@@ -114,13 +115,19 @@ static int usage(const char* msg) {
         "  -private ADDR the address the cluster's hosts reach (default: this host's other address;\n"
         "                for -join: the one that routes to the primary)\n"
         "  -port P       the private port (default: any free port)\n"
+        "  -state FILE   keep what a restarted relay needs in FILE (mode 0600, written once the\n"
+        "                start-up is over, removed at the end of the job). Started again with\n"
+        "                the same FILE (and SERVER_ADDR:PORT, job secret) while the job runs,\n"
+        "                the relay takes over on the same addresses and ports and the job goes\n"
+        "                on (docs/impi.md). Needs a job secret (WANMPI_JOB_SECRET_FILE); one\n"
+        "                relay per cluster (no -trunks)\n"
         "  -join-hosts H1,H2,...  start the other trunk relays (impi-relay -join) on these\n"
         "                front-ends through the remote-exec agent; -trunks defaults to 1 + their\n"
         "                number. The job fails if one of them fails.\n"
         "  -launcher-exec CMD  the remote-exec agent for -join-hosts (default ssh; run as\n"
         "                CMD HOST COMMAND...), as mpirun's --launcher-exec\n"
         "  environment: WANMPI_IMPI_RELAY_SPLICE_MIN, WANMPI_IMPI_RELAY_STARTUP_TIMEOUT,\n"
-        "               WANMPI_IMPI_JOIN_TIMEOUT, WANMPI_LOG_LEVEL\n");
+        "               WANMPI_IMPI_JOIN_TIMEOUT, WANMPI_WAN_RECONNECT_S, WANMPI_LOG_LEVEL\n");
     return msg ? 2 : 0;
 }
 
@@ -162,6 +169,9 @@ int main(int argc, char** argv) {
             long p = std::strtol(v, &e, 10);
             if (*e || p < 0 || p > 65535) return usage("-port takes 0..65535");
             cfg.port = int(p);
+        } else if (a == "-state" || a == "--state") {
+            if (!(v = val("FILE")) || !*v) return usage("-state needs a file name");
+            cfg.state_file = v;
         } else if (a == "-join-hosts" || a == "--join-hosts") {
             if (!(v = val("H1,H2"))) return usage("-join-hosts needs host names");
             std::string h;
@@ -188,6 +198,9 @@ int main(int argc, char** argv) {
         return usage("give either SERVER_ADDR:PORT (the primary relay) or -join RELAY_ADDR:PORT");
     if (!cfg.join.empty() && (cfg.trunks != 1 || !g_members.empty()))
         return usage("-trunks and -join-hosts are given to the primary relay only");
+    if (!cfg.state_file.empty() && (cfg.trunks != 1 || !g_members.empty() || !cfg.join.empty()))
+        return usage("-state: a cluster with trunk relays cannot take a restarted relay yet "
+                     "(use one relay, no -trunks/-join/-join-hosts)");
     if (!g_members.empty()) {
         int t = 1 + int(g_members.size());
         if (trunks_given && cfg.trunks != t)

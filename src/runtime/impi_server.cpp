@@ -9,6 +9,7 @@
 #include "base/codec.hpp"
 #include "base/log.hpp"
 #include "base/socket.hpp"
+#include "runtime/impi_resume.hpp"
 #include "wanlink/handshake.hpp"
 
 namespace wanmpi::impi {
@@ -27,6 +28,7 @@ struct Server::Conn {
     int rank = -1;
     bool done = false;
     bool fini = false;
+    bool hmac_ok = false;  // passed wanmpi's AUTH method: may say BACK
     uint64_t timer = 0;
     std::string who() const {
         return rank >= 0 ? "client " + std::to_string(rank) + " (" + peer + ")" : "connection from " + peer;
@@ -130,6 +132,8 @@ void Server::on_readable(Conn* c) {
         if (!c->in.empty() && !parse(c)) return;
         if (exit_ >= 0) return;
         std::string why = n == 0 ? "closed the connection" : "connection error: " + base::errno_text(err);
+        if (c->state == Conn::member && !c->fini && keep_[size_t(c->rank)])
+            return away(c, why);
         if (c->state == Conn::member && !c->fini)
             return fail(c->who() + " " + why + " before FINI", c->rank);
         if (c->state != Conn::member) return drop(c, why);
@@ -257,6 +261,7 @@ bool Server::parse(Conn* c) {
             std::memcpy(verdict + 4, ms.data(), 32);
             send(c, verdict, sizeof verdict);
             c->state = Conn::impi;
+            c->hmac_ok = true;
         } else if (c->state == Conn::key) {
             if (!need(8)) break;
             uint64_t k = get_be64(&c->in[off]);
@@ -269,6 +274,14 @@ bool Server::parse(Conn* c) {
         } else if (c->state == Conn::impi) {
             if (!need(12)) break;
             CmdHeader h = decode_cmd(&c->in[off]);
+            if (h.cmd == CMD_BACK && c->hmac_ok && h.len == int32_t(kBackLen)) {
+                if (!need(kCmdHeader + kBackLen)) break;
+                BackMsg b;
+                std::string err = decode_back(&c->in[off + kCmdHeader], kBackLen, &b);
+                off += kCmdHeader + kBackLen;
+                if (!take_back(c, b, err)) return false;
+                continue;
+            }
             if (h.cmd != CMD_IMPI || h.len != 4) {
                 drop(c, "expected IMPI with a 4-byte rank");
                 return false;
@@ -290,7 +303,7 @@ bool Server::parse(Conn* c) {
             if (!need(kCmdHeader)) break;
             CmdHeader h = decode_cmd(&c->in[off]);
             const char* nm = cmd_name(h.cmd);
-            if (!nm || h.cmd == CMD_AUTH || h.cmd == CMD_IMPI) {
+            if (!nm || h.cmd == CMD_AUTH || h.cmd == CMD_IMPI || h.cmd == CMD_BACK) {
                 fail(c->who() + " sent " + (nm ? std::string("a second ") + nm : "garbage") +
                      " (command 0x" + std::to_string(h.cmd) + ")");
                 return false;
@@ -322,6 +335,21 @@ bool Server::parse(Conn* c) {
                 WANMPI_LOG(debug, "%s: %s (%d bytes)", c->who().c_str(),
                            label_name(label) ? label_name(label) : "label", h.len - 4);
                 check_label(label);
+            } else if (h.cmd == CMD_KEEP) {
+                // A relay that can come back (impi_resume.hpp): only after wanmpi's AUTH.
+                if (!c->hmac_ok || !c->done) {
+                    fail(c->who() + " sent KEEP " + (c->done ? "without wanmpi's AUTH" : "before DONE"));
+                    return false;
+                }
+                keep_[size_t(c->rank)] = true;
+                WANMPI_LOG(info, "%s (an impi-relay) may come back if its connection drops",
+                           c->who().c_str());
+            } else if (h.cmd == CMD_GONE) {
+                // The relay reports its cluster failed (or gives up itself): end at once.
+                std::string why(reinterpret_cast<const char*>(p), size_t(h.len));
+                fail(c->who() + ": " + (why.empty() ? "its relay reports the cluster failed" : why),
+                     c->rank);
+                return false;
             } else if (h.cmd == CMD_DONE) {
                 c->done = true;  // a payload is tolerated and discarded, as LAM does
                 check_all();
@@ -402,6 +430,85 @@ void Server::check_all() {
     encode_cmd(CmdHeader{CMD_DONE, 0}, m);
     for (Conn* k : clients_) send(k, m, sizeof m);
     WANMPI_LOG(info, "all %d clients are done; waiting for FINI", cfg_.nclients);
+}
+
+}  // namespace wanmpi::impi
+
+namespace wanmpi::impi {
+
+// A client whose relay said KEEP lost its connection without an orderly end (the relay died or
+// the WAN dropped it): keep its place for WANMPI_WAN_RECONNECT_S (take_back()), then fail.
+void Server::away(Conn* c, const std::string& why) {
+    const int rank = c->rank;
+    const std::string who = c->who();
+    const bool done = c->done;
+    if (c->timer) loop_.cancel(c->timer);
+    forget(c);
+    away_[size_t(rank)].done = done;
+    away_[size_t(rank)].since = runtime::EventLoop::now_ms();
+    if (away_[size_t(rank)].timer) loop_.cancel(away_[size_t(rank)].timer);
+    WANMPI_LOG(warn, "%s (an impi-relay) %s; waiting up to %lld s for it to come back "
+                     "(WANMPI_WAN_RECONNECT_S)",
+               who.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
+    away_[size_t(rank)].timer = loop_.after(cfg_.reconnect_ms, [this, rank, who, why] {
+        away_[size_t(rank)].timer = 0;
+        if (clients_[size_t(rank)]) return;
+        fail(who + " " + why + " and did not come back within " +
+                 std::to_string(cfg_.reconnect_ms / 1000) + " s (WANMPI_WAN_RECONNECT_S): "
+                 "impi-relay of client " + std::to_string(rank) + " is lost",
+             rank);
+    });
+}
+
+// BACK on an authenticated connection: it takes the place of client b.client, which must be a
+// relay that said KEEP (away, or still connected: a restarted relay may come back before the
+// server saw the old connection drop). Returns false when c was closed.
+bool Server::take_back(Conn* c, const BackMsg& b, const std::string& err) {
+    auto answer = [&](int32_t st, const std::string& why) {
+        std::vector<uint8_t> m(kCmdHeader + 4 + why.size());
+        encode_cmd(CmdHeader{CMD_BACK, int32_t(4 + why.size())}, m.data());
+        put_be32(&m[kCmdHeader], uint32_t(st));
+        std::memcpy(&m[kCmdHeader + 4], why.data(), why.size());
+        if (st == 0) return send(c, m.data(), m.size());
+        (void)::send(c->fd, m.data(), m.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    };
+    std::string why = err;
+    const int r = int(b.client);
+    if (why.empty() && !wanlink::equal_mac(b.session.data(), cfg_.session.data()))
+        why = "its state is from another job (session nonce)";
+    if (why.empty() && (r >= cfg_.nclients || !keep_[size_t(r)]))
+        why = "client " + std::to_string(r) + " is not an impi-relay that may come back";
+    if (!why.empty()) {
+        answer(1, why);
+        drop(c, "BACK refused: " + why);
+        return false;
+    }
+    if (Conn* old = clients_[size_t(r)]) {
+        WANMPI_LOG(warn, "%s: replaced by the relay that came back from %s", old->who().c_str(),
+                   c->peer.c_str());
+        c->fini = old->fini;  // already counted in nfini_
+        if (old->timer) loop_.cancel(old->timer);
+        forget(old);
+    }
+    Away& a = away_[size_t(r)];
+    if (a.timer) loop_.cancel(a.timer);
+    a.timer = 0;
+    c->state = Conn::member;
+    c->rank = r;
+    c->done = true;  // KEEP comes after DONE only
+    clients_[size_t(r)] = c;
+    if (c->timer) loop_.cancel(c->timer);
+    c->timer = 0;
+    WANMPI_LOG(info, "client %d (an impi-relay) came back from %s after %lld ms", r,
+               c->peer.c_str(), (long long)(a.since ? runtime::EventLoop::now_ms() - a.since : 0));
+    a.since = 0;
+    answer(0, "");
+    if (b.fini && !c->fini) {
+        c->fini = true;
+        WANMPI_LOG(info, "%s: FINI (sent before the relay came back)", c->who().c_str());
+        if (++nfini_ == cfg_.nclients) exit_ = 0;
+    }
+    return true;
 }
 
 }  // namespace wanmpi::impi

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/event_loop.hpp"
+#include "runtime/impi_resume.hpp"
 #include "runtime/impi_wire.hpp"
 #include "wanlink/secret.hpp"
 
@@ -35,6 +36,9 @@ struct ServerConfig {
     std::array<uint8_t, 32> session{};  // this run's session nonce (random)
     int64_t join_timeout_ms = 30000;   // a new connection must have joined (AUTH+IMPI) by then
     int64_t stall_timeout_ms = 30000;  // a partial command may not sit longer than this
+    // How long a client whose impi-relay said KEEP may be away (its connection dropped without
+    // an orderly end) before the job fails: WANMPI_WAN_RECONNECT_S (impi_resume.hpp).
+    int64_t reconnect_ms = 60000;
 };
 
 class Server {
@@ -64,6 +68,9 @@ private:
     void check_label(uint32_t label);
     void check_all();
     void arm_stall_timer(Conn* c);
+    // impi-relay restarts (impi_resume.hpp): a KEEP client's connection dropped / it is back.
+    void away(Conn* c, const std::string& why);
+    bool take_back(Conn* c, const BackMsg& b, const std::string& err);
 
     ServerConfig cfg_;
     int listen_fd_;
@@ -78,6 +85,15 @@ private:
     int lost_ = -1;
     std::string lost_why_;
     std::map<uint32_t, LabelState> labels_;
+    // By client rank: its relay said KEEP; while away (no connection), since when and the timer
+    // that fails the job.
+    struct Away {
+        bool done = false;
+        int64_t since = 0;
+        uint64_t timer = 0;
+    };
+    std::array<bool, 32> keep_{};
+    std::array<Away, 32> away_{};
 };
 
 }  // namespace wanmpi::impi

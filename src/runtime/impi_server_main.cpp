@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     impi::ServerConfig cfg;
     cfg.nclients = n;
     cfg.join_timeout_ms = t_join_timeout.get() * 1000;
+    cfg.reconnect_ms = wanlink::reconnect_ms();
     const char* env_key = std::getenv("IMPI_AUTH_KEY");
     const char* env_none = std::getenv("IMPI_AUTH_NONE");
     if (env_key && !parse_u64(env_key, &cfg.key)) {

@@ -24,6 +24,9 @@ const char* cmd_name(uint32_t cmd) {
     case CMD_COLL: return "COLL";
     case CMD_DONE: return "DONE";
     case CMD_FINI: return "FINI";
+    case CMD_KEEP: return "KEEP";
+    case CMD_BACK: return "BACK";
+    case CMD_GONE: return "GONE";
     }
     return nullptr;
 }

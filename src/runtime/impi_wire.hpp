@@ -26,6 +26,19 @@ enum Cmd : uint32_t {
     // server closes every client connection, so agents can say which cluster died; a client that
     // does not know it only sees the close, which means the same.
     CMD_LOST = 0x4C4F5354,  // "LOST"
+    // wanmpi extensions for an impi-relay that may be restarted in the middle of a job
+    // (docs/design/relay-restart.md, impi_resume.hpp). Only ever sent on a connection whose AUTH
+    // was wanmpi's own method (both ends are wanmpi and hold the job secret):
+    //   KEEP  relay -> server and relay -> agent, after DONE, no payload: if this connection
+    //         drops without an orderly end, wait up to WANMPI_WAN_RECONNECT_S for it to come back.
+    //   BACK  a returning relay (or agent) -> server (or relay), instead of IMPI after AUTH:
+    //         Uint4 client, Uint4 fini (1: FINI was sent), 32-byte session nonce. The answer is
+    //         BACK with Int4 status (0: taken back) and a reason in ASCII.
+    //   GONE  relay -> server after KEEP: the cluster failed (its agent is lost, or the relay
+    //         gives up); a reason in ASCII. End the job at once.
+    CMD_KEEP = 0x4B454550,  // "KEEP"
+    CMD_BACK = 0x4241434B,  // "BACK"
+    CMD_GONE = 0x474F4E45,  // "GONE"
 };
 const char* cmd_name(uint32_t cmd);  // "AUTH", ... or nullptr for an unknown code
 

@@ -57,6 +57,7 @@
 #include "base/socket.hpp"
 #include "runtime/impi_agent.hpp"
 #include "runtime/impi_relay.hpp"
+#include "runtime/impi_resume.hpp"
 #include "runtime/impi_server.hpp"
 #include "runtime/impi_tables.hpp"
 #include "synthetic_tables.hpp"
@@ -483,7 +484,7 @@ const relay_fixture::World& relay_world() {
 void fuzz_relay_codecs(const uint8_t* p, size_t n) {
     if (n < 1) return;
     const char* t = "relay_codecs";
-    uint8_t which = p[0] % 4;
+    uint8_t which = p[0] % 6;
     ++p, --n;
     Bytes in(p, p + n);  // an exact-size copy: ASan sees any read past the payload
     const uint8_t* q = in.empty() ? nullptr : in.data();
@@ -500,6 +501,23 @@ void fuzz_relay_codecs(const uint8_t* p, size_t n) {
             FUZZ_CHECK(t, tp.ports.size() == (with ? size_t(tp.n_pub) + tp.n_priv : 0));
             for (uint32_t port : tp.ports) FUZZ_CHECK(t, port >= 1 && port <= 65535);
             FUZZ_CHECK(t, encode_trunk_ports(tp) == in);
+        }
+    } else if (which == 4) {
+        // BACK (impi_resume.hpp): a decoded message encodes to the same bytes.
+        BackMsg b;
+        if (decode_back(q, n, &b) == "") {
+            FUZZ_CHECK(t, b.client < 32 && encode_back(b) == in);
+        }
+    } else if (which == 5) {
+        // The relay's state file: only a text with a MAC made with the secret decodes, and
+        // what it decodes to survives another round trip unchanged.
+        static const wanlink::Secret k{std::vector<uint8_t>(32, 0x5a), "fuzz"};
+        RelayState st, st2;
+        std::string text(in.begin(), in.end());
+        if (decode_relay_state(text, k, &st) == "") {
+            std::string again = encode_relay_state(st, k);
+            FUZZ_CHECK(t, decode_relay_state(again, k, &st2) == "" &&
+                              encode_relay_state(st2, k) == again);
         }
     } else {
         TrunkJob tj;
@@ -849,6 +867,21 @@ TEST_F(ImpiFuzz, LinkHandshake) {
 
 // ---- impi-relay ------------------------------------------------------------------------------
 
+// A state file as impi-relay -state writes it, with the fuzz target's secret.
+static Bytes restart_state_seed(const relay_fixture::World& w) {
+    RelayState st;
+    st.server = "192.0.2.1:7000";
+    st.client = 1;
+    st.pub = "192.0.2.7";
+    st.priv = "10.0.0.7";
+    st.port = 4000;
+    st.ports = {4001, 4002, 4003};
+    st.out = encode_job(w.out);
+    st.in = encode_job(w.in);
+    std::string t = encode_relay_state(st, wanlink::Secret{std::vector<uint8_t>(32, 0x5a), "fuzz"});
+    return Bytes(t.begin(), t.end());
+}
+
 TEST_F(ImpiFuzz, RelayTrunkCodecs) {
     std::mt19937_64 rng(20261205);
     const relay_fixture::World& w = relay_world();
@@ -859,8 +892,10 @@ TEST_F(ImpiFuzz, RelayTrunkCodecs) {
         encode_trunk_ports(TrunkPorts{3, 2, {1000, 1001, 1002, 2000, 2001}}),
         encode_trunk_job(TrunkJob{3, 1, 1, encode_job(w.out), encode_job(w.in), {}}),
         encode_trunk_job(TrunkJob{2, 1, 0, "", "", {}}),
+        encode_back(BackMsg{5, true, {}}),
+        restart_state_seed(w),
     };
-    const uint8_t which[] = {0, 1, 2, 3, 3};
+    const uint8_t which[] = {0, 1, 2, 3, 3, 4, 5};
     int good = 0;
     for (int i = 0; i < 40000; ++i) {
         size_t k = size_t(i) % seeds.size();
@@ -875,7 +910,7 @@ TEST_F(ImpiFuzz, RelayTrunkCodecs) {
         } else {
             in = mutate(seeds[k], starts, rng);
         }
-        in.insert(in.begin(), uint8_t(i % 10 == 1 ? rng() % 4 : which[k]));
+        in.insert(in.begin(), uint8_t(i % 10 == 1 ? rng() % 6 : which[k]));
         if (i % 10 == 0) {
             // The honest payloads decode.
             const uint8_t* q = in.data() + 1;
@@ -883,15 +918,20 @@ TEST_F(ImpiFuzz, RelayTrunkCodecs) {
             TrunkHello h;
             TrunkPorts tp;
             TrunkJob tj;
+            BackMsg b;
+            RelayState st;
+            static const wanlink::Secret key{std::vector<uint8_t>(32, 0x5a), "fuzz"};
             std::string err = which[k] == 0   ? decode_trunk_hello(q, n, &h)
                               : which[k] == 3 ? decode_trunk_job(q, n, &tj)
+                              : which[k] == 4 ? decode_back(q, n, &b)
+                              : which[k] == 5 ? decode_relay_state(std::string(q, q + n), key, &st)
                                               : decode_trunk_ports(q, n, which[k] == 2, &tp);
             EXPECT_EQ(err, "") << "seed " << k;
             good += err.empty();
         }
         fuzz_relay_codecs(in.data(), in.size());
     }
-    EXPECT_EQ(good, 4000);
+    EXPECT_EQ(good, 4000);  // 40000 / 10 honest inputs over the 7 seeds
 }
 
 TEST_F(ImpiFuzz, RelayRewrite) {

@@ -8,6 +8,7 @@
 #include "base/codec.hpp"
 #include "relay_fixture.hpp"
 #include "runtime/impi_relay.hpp"
+#include "runtime/impi_resume.hpp"
 
 using namespace wanmpi;
 using namespace wanmpi::impi;
@@ -541,4 +542,99 @@ TEST(RelayCodecs, JobRoundTripAndRejects) {
     const size_t kf = 20 + tj.out.size() + tj.in.size();
     for (uint32_t f : {0x200u, 0x108u, 0x120u, 0x80000000u}) EXPECT_NE(with(kf, f), "") << f;
     EXPECT_EQ(with(kf, 0x107u), "");
+}
+
+// ---- restarts: BACK and the state file (impi_resume.hpp) ----------------------------------
+
+TEST(RelayRestart, BackRoundTripAndRefusals) {
+    BackMsg b;
+    b.client = 7;
+    b.fini = true;
+    for (size_t i = 0; i < 32; ++i) b.session[i] = uint8_t(i * 3);
+    Bytes e = encode_back(b);
+    BackMsg got;
+    ASSERT_EQ(decode_back(e.data(), e.size(), &got), "");
+    EXPECT_EQ(got.client, 7u);
+    EXPECT_TRUE(got.fini);
+    EXPECT_EQ(got.session, b.session);
+    for (size_t n = 0; n < e.size(); ++n) EXPECT_NE(decode_back(e.data(), n, &got), "") << n;
+    Bytes x = e;
+    base::put_be32(x.data(), 32);
+    EXPECT_NE(decode_back(x.data(), x.size(), &got), "");
+    x = e;
+    base::put_be32(x.data() + 4, 2);
+    EXPECT_NE(decode_back(x.data(), x.size(), &got), "");
+}
+
+namespace {
+wanlink::Secret secret_of(const std::string& text) {
+    wanlink::Secret s;
+    s.bytes.assign(text.begin(), text.end());
+    s.source = "test";
+    return s;
+}
+RelayState sample_state() {
+    World w = world3();
+    RelayState st;
+    st.server = "10.0.0.1:7000";
+    st.client = 1;
+    st.pub = "10.0.0.9";
+    st.priv = "192.168.1.9";
+    st.port = 4000;
+    st.ports = {4001, 4002, 4003, 4004, 4005};
+    st.flags = 5;
+    for (size_t i = 0; i < 32; ++i) st.session[i] = uint8_t(0xa0 + i);
+    st.out = encode_job(w.out);
+    st.in = encode_job(w.in);
+    return st;
+}
+}  // namespace
+
+TEST(RelayRestart, StateRoundTrip) {
+    wanlink::Secret k = secret_of("0123456789abcdef0123456789abcdef");
+    RelayState st = sample_state();
+    std::string text = encode_relay_state(st, k);
+    RelayState got;
+    ASSERT_EQ(decode_relay_state(text, k, &got), "");
+    EXPECT_EQ(got.server, st.server);
+    EXPECT_EQ(got.client, st.client);
+    EXPECT_EQ(got.pub, st.pub);
+    EXPECT_EQ(got.priv, st.priv);
+    EXPECT_EQ(got.port, st.port);
+    EXPECT_EQ(got.ports, st.ports);
+    EXPECT_EQ(got.flags, st.flags);
+    EXPECT_EQ(got.session, st.session);
+    EXPECT_EQ(got.out, st.out);
+    EXPECT_EQ(got.in, st.in);
+    // No key material in it: neither the secret nor the link key derived from it.
+    EXPECT_EQ(text.find("0123456789abcdef"), std::string::npos);
+    wanlink::Key lk = wanlink::link_key(k, st.session.data());
+    std::string lk_hex;
+    for (uint8_t c : lk) {
+        char h[3];
+        std::snprintf(h, sizeof h, "%02x", c);
+        lk_hex += h;
+    }
+    EXPECT_EQ(text.find(lk_hex), std::string::npos);
+}
+
+TEST(RelayRestart, StateRefusesAnotherSecretEditsAndTruncation) {
+    wanlink::Secret k = secret_of("0123456789abcdef0123456789abcdef");
+    std::string text = encode_relay_state(sample_state(), k);
+    RelayState got;
+    // Another job's secret.
+    std::string e = decode_relay_state(text, secret_of("another-secret-0123456789abcdef!"), &got);
+    EXPECT_NE(e.find("does not verify"), std::string::npos) << e;
+    // Every single-byte edit before the MAC line is caught (format or MAC).
+    size_t mac_at = text.rfind("mac ");
+    for (size_t i = 0; i < mac_at; i += 7) {
+        std::string x = text;
+        x[i] = char(x[i] ^ 0x01);
+        EXPECT_NE(decode_relay_state(x, k, &got), "") << i;
+    }
+    // Every truncation.
+    for (size_t n = 0; n < text.size() - 1; n += 5)
+        EXPECT_NE(decode_relay_state(text.substr(0, n), k, &got), "") << n;
+    EXPECT_NE(decode_relay_state("", k, &got), "");
+    EXPECT_NE(decode_relay_state("wanmpi-relay-state 2\nmac 00\n", k, &got), "");
 }
