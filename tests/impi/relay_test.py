@@ -32,6 +32,17 @@ usage: relay_test.py CASE    (paths from the environment: IMPI_SERVER, IMPI_RELA
   relay_dies        the relay is killed after the dance: impi-server exits non-zero within 5 s,
                     naming client 1, and tells client 0 (LOST); the hosts see their relay
                     connections close.
+  cut_header        the forwarding state machine, fuzz-style with a fixed seed: rounds of many
+                    small DATA packets (random payloads of 0..300 bytes, so headers are most of
+                    the stream) towards a host that reads nothing for 0.3 s, then everything.
+                    Each pause fills the relay's buffer to its last byte, which then ends inside
+                    a header more often than not: the state that stalled a pair before commit
+                    6dacf8b (all before the cut header written, the buffer full, no read asked
+                    for). Every byte must arrive, translated, within the socket deadline.
+  state_refused     impi-relay -state FILE (docs/design/relay-restart.md) refuses, at once and
+                    with a message saying why, a state file that others may read, one that is
+                    not a state file, one whose MAC does not verify with the job secret (edited,
+                    or another job's), -state without a job secret, and -state with trunks.
 
 Every wait has a deadline; every process started here is ended by its pid; sockets are closed.
 """
@@ -608,7 +619,83 @@ def case_join_hosts_fail():
     srv.p.terminate()
 
 
+def case_cut_header():
+    import random
+    rnd = random.Random(6)
+    srv, rel, agents, views, conns = running_job(1)
+    r0, r2 = ranks_on(views, 0), ranks_on(views, 2)
+    v0, v1 = views
+    s_out, s_in = conns[(0, 2)], conns[(2, 0)]
+    for rnd_no in range(4):
+        # ~11 MB a round: more than the kernel's socket buffers on the way can hold, so that
+        # the relay's own buffer for this direction fills while host 2 does not read.
+        msgs = [rnd.randbytes(rnd.randrange(0, 300)) for _ in range(40000)]
+        src, dst = r0[rnd_no % len(r0)], r2[-1]
+        stream = b"".join(header(PK_DATA, len(m), v0["procs"][src][0], v0["procs"][dst][0],
+                                 len(m)) + m for m in msgs)
+        want = b"".join(header(PK_DATA, len(m), v1["procs"][src][0], v1["procs"][dst][0],
+                               len(m)) + m for m in msgs)
+        err = []
+
+        def sender():
+            try:
+                s_out.settimeout(30)
+                s_out.sendall(stream)
+            except OSError as e:
+                err.append(e)
+
+        t = threading.Thread(target=sender, daemon=True)
+        t.start()
+        time.sleep(0.3)
+        got = recv_exact(s_in, len(want))
+        t.join(T)
+        assert not err and not t.is_alive(), (rnd_no, err)
+        assert got == want, f"round {rnd_no}: the stream differs"
+    finish_job(srv, rel, agents, conns)
+
+
+def case_state_refused():
+    import tempfile
+    d = tempfile.mkdtemp(prefix="relay-state-test-")
+    secret = os.path.join(d, "secret")
+    with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write("relay-state-test-secret-0123456789abcdef\n")
+    state = os.path.join(d, "state")
+    # A syntactically complete state file whose MAC was not made with this secret.
+    forged = ("wanmpi-relay-state 1\nserver 127.0.0.1:9\nclient 1\npublic 127.0.0.1\n"
+              "private 127.0.0.2\nport 4000\nflags 0\nsession " + "00" * 32 + "\nports 4001\n"
+              "out AAAA\nin AAAA\nmac " + "ab" * 32 + "\n")
+    cases = [  # (file text or None for no file, mode, env, extra args, expected message)
+        ("garbage\n", 0o600, True, [], r"not an impi-relay state file"),
+        ("garbage\n", 0o644, True, [], r"permissions 0644 let others read or change it"),
+        (forged, 0o600, True, [], r"MAC does not verify with this job secret"),
+        (None, 0o600, False, [], r"-state needs the job secret"),
+        (None, 0o600, True, ["-trunks", "2"], r"-state: a cluster with trunk relays"),
+    ]
+    try:
+        for text, mode, with_secret, extra, want in cases:
+            if os.path.exists(state):
+                os.unlink(state)
+            if text is not None:
+                with open(os.open(state, os.O_WRONLY | os.O_CREAT, mode), "w") as f:
+                    f.write(text)
+                os.chmod(state, mode)
+            env = {"WANMPI_JOB_SECRET_FILE": secret} if with_secret else {}
+            t0 = time.monotonic()
+            rel = Proc([RELAY, "-public", PUB, "-private", PRIV, "-state", state] + extra +
+                       ["127.0.0.1:9"], env=env)
+            rc = rel.finish(timeout=5)
+            assert rc == 2 and time.monotonic() - t0 < 5, (want, rc, rel.text())
+            assert re.search(want, rel.text()), (want, rel.text())
+            assert text is None or os.path.exists(state), "a refused state file was removed"
+    finally:
+        import shutil
+        shutil.rmtree(d, ignore_errors=True)
+
+
 CASES = {
+    "cut_header": case_cut_header,
+    "state_refused": case_state_refused,
     "join_hosts_fail": case_join_hosts_fail,
     "startup_and_data": case_startup_and_data,
     "private_first": case_private_first,
