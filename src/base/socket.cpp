@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/log.hpp"
@@ -236,6 +237,13 @@ std::string primary_ipv4(const std::string& network) {
     }
     freeifaddrs(ifs);
     return best.empty() ? "127.0.0.1" : best;
+}
+
+ssize_t send_iov(int fd, const iovec* iov, int n) {
+    msghdr m{};
+    m.msg_iov = const_cast<iovec*>(iov);
+    m.msg_iovlen = size_t(n);
+    return ::sendmsg(fd, &m, MSG_NOSIGNAL);
 }
 
 }  // namespace wanmpi::base

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 namespace wanmpi::base {
 
@@ -54,6 +55,9 @@ int tcp_connect(const std::string& host, uint16_t port, int timeout_ms, std::str
 uint16_t local_port(int fd);
 std::string local_ip(int fd);
 std::string peer_text(int fd);  // "a.b.c.d:port" of the remote end
+// writev(2) on a socket without SIGPIPE: a peer that vanished (a relay killed mid-job) gives
+// EPIPE instead of killing the process.
+ssize_t send_iov(int fd, const iovec* iov, int n);
 
 // Loop over partial reads/writes and EINTR on a blocking fd. read_full returns bytes read
 // (< n only at EOF) or -1; write_full returns n or -1.

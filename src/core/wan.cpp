@@ -419,7 +419,7 @@ int Wan::write_some(Peer& p) {
     while (p.alive && !p.down && p.replay_pos < p.log.end()) {
         iovec iov[32];
         int n = p.log.iov_from(p.replay_pos, iov, 32);
-        ssize_t w = p.tls ? p.tls->writev(iov, n) : ::writev(p.fd, iov, n);
+        ssize_t w = p.tls ? p.tls->writev(iov, n) : base::send_iov(p.fd, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return done;
             broken(p, "resending to " + peer_name(p.rank) + ": " + io_error(p));

@@ -20,7 +20,7 @@ int64_t now_ms() { return base::now_ns() / 1000000; }
 }  // namespace
 
 ssize_t Wan::io_writev(Peer& p, const iovec* iov, int n) {
-    ssize_t w = p.tls ? p.tls->writev(iov, n) : ::writev(p.fd, iov, n);
+    ssize_t w = p.tls ? p.tls->writev(iov, n) : base::send_iov(p.fd, iov, n);
     if (w > 0 && p.resume) {
         p.log.append(iov, n, size_t(w));
         p.replay_pos = p.log.end();
