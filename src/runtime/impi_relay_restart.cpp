@@ -194,7 +194,7 @@ void Relay::server_back_try() {
     server_->who = "impi-server at " + cfg_.server;
     watch(*server_, [this] { on_server(); });
     WANMPI_LOG(warn, "back with impi-server %s after %lld ms", cfg_.server.c_str(),
-               (long long)(now - server_away_since_));
+               (long long)(runtime::EventLoop::now_ms() - server_away_since_));
     server_away_since_ = 0;
 }
 
