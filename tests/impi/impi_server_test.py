@@ -377,6 +377,114 @@ def case_hmac():
     os.unlink(path)
 
 
+KEEP, BACK, GONE, LOST = 0x4B454550, 0x4241434B, 0x474F4E45, 0x4C4F5354
+
+
+def hmac_back(port, secret, client, fini=0, session=None):
+    """A restarted impi-relay coming back (impi_resume.hpp): wanmpi's AUTH, then BACK.
+    Returns (socket, BACK status or None if the server closed first)."""
+    s = connect(port)
+    s.sendall(hdr(AUTH, 4) + struct.pack(">I", 1 << 16))
+    assert struct.unpack(">ii", recv_exact(s, 8)) == (16, 64)
+    ch = recv_exact(s, 64)
+    ns, sess = ch[:32], ch[32:]
+    nc = os.urandom(32)
+    s.sendall(nc + mac(secret, b"wanmpi-auth-client", ns, nc, sess))
+    s.settimeout(5)
+    v = recv_exact(s, 36)
+    if struct.unpack(">I", v[:4])[0] != 0:
+        return s, None
+    s.sendall(hdr(BACK, 40) + struct.pack(">II", client, fini) + (session or sess))
+    h = s.recv(12)
+    if len(h) < 12:
+        return s, None
+    cmd, ln, st = struct.unpack(">IiI", h)
+    assert cmd == BACK, hex(cmd)
+    if ln > 4:
+        recv_exact(s, ln - 4)
+    return s, st
+
+
+def after_done(port, secret):
+    """Two clients through DONE; client 1 (the 'relay') says KEEP. Returns (a, b)."""
+    a, va, *_ = hmac_join(port, 0, secret)
+    b, vb, *_ = hmac_join(port, 1, secret)
+    assert va == 0 and vb == 0
+    expect_impi(a, 2)
+    expect_impi(b, 2)
+    for x in (a, b):
+        x.sendall(hdr(DONE, 0))
+    for x in (a, b):
+        assert recv_exact(x, 8) == hdr(DONE, 0)
+    b.sendall(hdr(KEEP, 0))
+    return a, b
+
+
+def case_relay_back():
+    """impi-relay restarts, the server's side (docs/design/relay-restart.md): a client whose
+    relay said KEEP and whose connection drops is waited for; BACK is refused without wanmpi's
+    AUTH, for a client that never said KEEP and with another job's session nonce, and taken
+    with the right ones (FINI carried in it); GONE ends the job at once and tells the others
+    (LOST); a relay that does not come back within WANMPI_WAN_RECONNECT_S ends the job, naming
+    it and the time waited."""
+    secret = b"correct horse battery staple!"
+    path = secret_file(secret.decode())
+    env = {"WANMPI_JOB_SECRET_FILE": path, "WANMPI_WAN_RECONNECT_S": "2"}
+    srv = Server(2, env=env)
+    try:
+        a, b = after_done(srv.port, secret)
+        time.sleep(0.2)
+        b.close()  # the relay dies: no GONE, no FINI
+        time.sleep(0.3)
+        assert srv.p.poll() is None, "the server waits for the relay"
+        plain = connect(srv.port)  # BACK without AUTH: not even parsed as BACK
+        plain.sendall(hdr(BACK, 40) + bytes(40))
+        plain.settimeout(5)
+        assert plain.recv(8) == b""
+        _, st = hmac_back(srv.port, secret, 0)
+        assert st == 1, "client 0 never said KEEP"
+        _, st = hmac_back(srv.port, secret, 1, session=bytes(32))
+        assert st == 1, "another job's session nonce"
+        _, st = hmac_back(srv.port, b"another secret, long enough", 1)
+        assert st is None, "another secret fails at AUTH"
+        b2, st = hmac_back(srv.port, secret, 1, fini=1)
+        assert st == 0, "the relay is taken back"
+        a.sendall(hdr(FINI, 0))
+        rc, err = srv.wait()
+        assert rc == 0, (rc, err)
+        assert "waiting up to 2 s for it to come back" in err, err
+        assert "came back from" in err, err
+        assert err.count("BACK refused") == 2, err
+    finally:
+        srv.kill()
+    srv = Server(2, env=env)
+    try:
+        a, b = after_done(srv.port, secret)
+        t0 = time.monotonic()
+        why = b"the cluster's agent closed its connection before FINI"
+        b.sendall(hdr(GONE, len(why)) + why)
+        rc, err = srv.wait(5)
+        assert rc != 0 and time.monotonic() - t0 < 2, (rc, err)
+        h = recv_exact(a, 12)
+        assert struct.unpack(">IiI", h)[0::2] == (LOST, 1), h.hex()
+        assert "client 1" in err and why.decode() in err, err
+    finally:
+        srv.kill()
+    srv = Server(2, env=env)
+    try:
+        a, b = after_done(srv.port, secret)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        b.close()
+        rc, err = srv.wait(6)
+        took = time.monotonic() - t0
+        assert rc != 0 and 1.5 < took < 4, (rc, took, err)
+        assert "did not come back within 2 s (WANMPI_WAN_RECONNECT_S): impi-relay of client 1" in err, err
+    finally:
+        srv.kill()
+    os.unlink(path)
+
+
 def case_usage():
     r = subprocess.run([SERVER], capture_output=True, text=True)
     assert r.returncode == 2 and "usage" in r.stderr
