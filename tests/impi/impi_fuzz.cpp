@@ -869,15 +869,7 @@ TEST_F(ImpiFuzz, LinkHandshake) {
 
 // A state file as impi-relay -state writes it, with the fuzz target's secret.
 static Bytes restart_state_seed(const relay_fixture::World& w) {
-    RelayState st;
-    st.server = "192.0.2.1:7000";
-    st.client = 1;
-    st.pub = "192.0.2.7";
-    st.priv = "10.0.0.7";
-    st.port = 4000;
-    st.ports = {4001, 4002, 4003};
-    st.out = encode_job(w.out);
-    st.in = encode_job(w.in);
+    RelayState st = relay_fixture::sample_state(w);
     std::string t = encode_relay_state(st, wanlink::Secret{std::vector<uint8_t>(32, 0x5a), "fuzz"});
     return Bytes(t.begin(), t.end());
 }

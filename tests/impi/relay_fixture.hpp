@@ -17,6 +17,7 @@
 
 #include "base/codec.hpp"
 #include "runtime/impi_relay.hpp"
+#include "runtime/impi_resume.hpp"
 #include "runtime/impi_tables.hpp"
 #include "synthetic_tables.hpp"
 
@@ -147,6 +148,23 @@ inline World make_world(const std::vector<std::vector<int>>& hosts_per_client, i
     if (st.ok()) st = make_relay_map(client, trunks, index, w.out, w.in, &w.map);
     if (!st.ok()) throw std::runtime_error("relay_fixture: " + st.message());
     return w;
+}
+
+// What impi-relay -state writes for client 1 of world `w` (impi_resume.hpp): made-up
+// addresses and ports, both views of the job, a patterned session nonce.
+inline RelayState sample_state(const World& w) {
+    RelayState st;
+    st.server = "10.0.0.1:7000";
+    st.client = 1;
+    st.pub = "10.0.0.9";
+    st.priv = "192.168.1.9";
+    st.port = 4000;
+    st.ports = {4001, 4002, 4003, 4004, 4005};
+    st.flags = 5;
+    for (size_t i = 0; i < 32; ++i) st.session[i] = uint8_t(0xa0 + i);
+    st.out = encode_job(w.out);
+    st.in = encode_job(w.in);
+    return st;
 }
 
 }  // namespace wanmpi::impi::relay_fixture

@@ -573,21 +573,7 @@ wanlink::Secret secret_of(const std::string& text) {
     s.source = "test";
     return s;
 }
-RelayState sample_state() {
-    World w = world3();
-    RelayState st;
-    st.server = "10.0.0.1:7000";
-    st.client = 1;
-    st.pub = "10.0.0.9";
-    st.priv = "192.168.1.9";
-    st.port = 4000;
-    st.ports = {4001, 4002, 4003, 4004, 4005};
-    st.flags = 5;
-    for (size_t i = 0; i < 32; ++i) st.session[i] = uint8_t(0xa0 + i);
-    st.out = encode_job(w.out);
-    st.in = encode_job(w.in);
-    return st;
-}
+RelayState sample_state() { return relay_fixture::sample_state(world3()); }
 }  // namespace
 
 TEST(RelayRestart, StateRoundTrip) {
