@@ -148,5 +148,8 @@ int64_t datatype_elements(const Datatype& dt, int64_t bytes);
 int64_t datatype_bytes_of_elements(const Datatype& dt, int64_t elements);
 // A builtin's size in "external32" (0 if it has no external representation).
 int64_t builtin_ext32_size(int idx);
+// Converts `count` elements of `dt` between user memory and "external32" bytes (dt_pack.cpp);
+// MPI_SUCCESS or an (unraised) MPI_ERR_CONVERSION code. MPI-IO's external32 files use it too.
+int ext32_convert(const Datatype& dt, void* user, int64_t count, void* ext, bool to_ext);
 
 }  // namespace wanmpi::core

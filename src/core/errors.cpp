@@ -366,9 +366,10 @@ int raise(Comm* comm, int code) {
     return code;
 }
 
-int raise_file(MPI_File fh, int code) {
+int raise_file(MPI_File fh, int code) { return raise_file_eh(fh, g_file_default, code); }
+
+int raise_file_eh(MPI_File fh, MPI_Errhandler eh, int code) {
     if (code == MPI_SUCCESS) return code;
-    MPI_Errhandler eh = g_file_default;
     if (UserErrhandler* h = user_eh(eh)) {
         if (h->kind == EhKind::file && h->fn) {
             MPI_File f = fh;

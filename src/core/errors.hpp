@@ -57,6 +57,8 @@ int raise_bad_comm(MPI_Comm h);
 // unless the program set another one), which is what the standard uses for MPI_File_open and
 // for calls on files without a handler of their own. `fh` is passed to a user handler.
 int raise_file(MPI_File fh, int code);
+// The same for an open file whose handler is `eh` (src/io keeps each file's handler).
+int raise_file_eh(MPI_File fh, MPI_Errhandler eh, int code);
 
 // Raise `code` on a session (MPI 4.0 Sessions, session.cpp) whose handler is `eh`: a user
 // session handler gets `s`; returns `code` unless the handler aborts.

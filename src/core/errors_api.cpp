@@ -1,6 +1,6 @@
 // MPI error-handling functions: error strings and classes, user error classes/codes/strings,
 // communicator error handlers (create, set, get, call, free). The window and file versions live
-// with the one-sided and I/O stubs (stubs_onesided.cpp, stubs_io.cpp).
+// with the one-sided stubs (stubs_onesided.cpp) and MPI-IO (src/io).
 #include <algorithm>
 #include <cstring>
 #include <string>
