@@ -66,6 +66,9 @@ int check_access(File* f, bool write, Ptr ptr, int64_t count, MPI_Datatype dt,
         return core::make_error(MPI_ERR_TYPE, "%lld bytes of data are not a whole number of "
                                               "etypes (%lld bytes each)",
                                 (long long)bytes, (long long)f->view.esize);
+    if (bytes > 0 && f->view.fsize == 0)
+        return core::make_error(MPI_ERR_IO, "the file view's filetype holds no data, so no data "
+                                            "can be accessed through it");
     *out = d;
     return MPI_SUCCESS;
 }
@@ -171,18 +174,20 @@ int shfp_fetch_add(File* f, int64_t add, int64_t* old) {
     return rc;
 }
 
-int shfp_set(File* f, int64_t v) {
-    int64_t old;
-    if (int rc = shfp_fetch_add(f, 0, &old)) return rc;
-    range_lock(f->shfp_fd, F_WRLCK, 0, 8);
+}  // namespace
+
+int shfp_get(File* f, int64_t* value) { return shfp_fetch_add(f, 0, value); }
+
+int shfp_put(File* f, int64_t v) {
+    if (f->shfp_fd < 0) return shfp_fetch_add(f, 0, &v);  // the "no shared pointer" error
+    if (int e = range_lock(f->shfp_fd, F_WRLCK, 0, 8))
+        return sys_error(e, "lock the shared file pointer of", f->path);
     int rc = ::pwrite(f->shfp_fd, &v, 8, 0) == 8
                  ? MPI_SUCCESS
                  : sys_error(errno ? errno : EIO, "write the shared file pointer of", f->path);
     range_lock(f->shfp_fd, F_UNLCK, 0, 8);
     return rc;
 }
-
-}  // namespace
 
 // Independent read/write of the stream at view data byte data_off; atomic mode locks the range.
 int indep_rw(File* f, bool write, int64_t data_off, Stream* s, int64_t* done) {
@@ -332,7 +337,7 @@ int split_end(MPI_File fh, MPI_Status* st) {
 
 // View data bytes in the file before byte `byte` (for MPI_SEEK_END).
 int64_t data_before(const View& v, int64_t byte) {
-    if (byte <= v.disp) return 0;
+    if (byte <= v.disp || v.fsize == 0) return 0;
     int64_t rel = byte - v.disp;
     if (v.dense) return rel;
     int64_t tile = rel / v.fextent, r = rel % v.fextent, data = tile * v.fsize;
@@ -464,7 +469,7 @@ int File_get_position_shared(MPI_File fh, MPI_Offset* offset) {
     GET_FILE(f, fh);
     if (!offset) return io::raise(f, core::make_error(MPI_ERR_ARG, "offset is NULL"));
     int64_t v = 0;
-    if (int rc = io::shfp_fetch_add(f, 0, &v)) return io::raise(f, rc);
+    if (int rc = io::shfp_get(f, &v)) return io::raise(f, rc);
     *offset = v;
     return MPI_SUCCESS;
 }
@@ -480,7 +485,7 @@ int File_seek_shared(MPI_File fh, MPI_Offset offset, int whence) {
         int64_t cur = 0, to = 0;
         rc = io::shfp_fetch_add(f, 0, &cur);
         if (rc == MPI_SUCCESS) rc = io::seek_target(f, cur, offset, whence, &to);
-        if (rc == MPI_SUCCESS) rc = io::shfp_set(f, to);
+        if (rc == MPI_SUCCESS) rc = io::shfp_put(f, to);
         mine[2] = rc;
     }
     Bcast(mine, 3, MPI_INT64_T, 0, f->comm);

@@ -107,6 +107,9 @@ void view_map(const View& v, int64_t data_off, int64_t nbytes, int64_t soff0,
 int64_t view_byte_offset(const View& v, int64_t data_off);
 
 // ---- access.cpp -------------------------------------------------------------------------------
+// The shared file pointer (etypes): read it / set it, under its fcntl lock; error code or success.
+int shfp_get(File* f, int64_t* value);
+int shfp_put(File* f, int64_t value);
 enum class Ptr { explicit_off, individual, shared };
 // One access's packed data stream: where the user's data lives contiguously (the buffer itself
 // when that is possible) and its length in file bytes.

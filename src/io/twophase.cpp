@@ -69,9 +69,11 @@ int io_error(File* f, bool write, int err) {
     return sys_error(err, write ? "write" : "read", f->path);
 }
 
-// One round of two-phase I/O. `mine[i]` = this rank's pieces for aggregator i.
+// One round of two-phase I/O. `mine[i]` = this rank's pieces for aggregator i. A read stores
+// only stream bytes below `limit` (what lies before the end of file): the user's buffer beyond
+// what was read stays untouched.
 int round_trip(File* f, bool write, const Plan& p, int64_t r, int my_agg,
-               const std::vector<std::vector<Seg>>& mine, char* stream) {
+               const std::vector<std::vector<Seg>>& mine, char* stream, int64_t limit) {
     const int n = f->size;
     std::vector<int> scnt(n, 0), sdsp(n, 0), rcnt(n, 0), rdsp(n, 0);
     // (pieces, bytes) per peer: only aggregators receive requests.
@@ -185,7 +187,8 @@ int round_trip(File* f, bool write, const Plan& p, int64_t r, int my_agg,
         const char* d = rdata.get();
         for (int i = 0; i < p.naggr; i++)
             for (const Seg& g : mine[i]) {
-                std::memcpy(stream + g.soff, d, size_t(g.len));
+                int64_t keep = std::min(g.len, limit - g.soff);
+                if (keep > 0) std::memcpy(stream + g.soff, d, size_t(keep));
                 d += g.len;
             }
     }
@@ -271,7 +274,7 @@ int collective_rw(File* f, bool write, int64_t data_off, Stream* s, int64_t* don
                 mine[i].clear();
                 pieces_for(p, segs, i, r, &cursor[size_t(i)], &mine[i]);
             }
-            int rrc = round_trip(f, write, p, r, my_agg, mine, s->p);
+            int rrc = round_trip(f, write, p, r, my_agg, mine, s->p, readable);
             if (rc == MPI_SUCCESS) rc = rrc;
         }
         if (rc == MPI_SUCCESS) *done = write ? s->bytes : readable;

@@ -47,9 +47,11 @@ bool flat_run(void* ctx, int64_t off, int64_t n, int basic) {
 }
 
 // One element of `d` as file blocks, checked against MPI 3.1 13.3: etype and filetype
-// displacements must be non-negative and monotonically nondecreasing (so no overlaps), and the
-// extent positive. The error class is MPI_ERR_IO, as ROMIO reports (and MPICH's tests expect).
-int flatten_checked(const core::Datatype& d, const char* what, std::vector<Seg>* out) {
+// displacements must be non-negative and monotonically nondecreasing, and the extent positive;
+// overlapping blocks are allowed only in a file opened read-only (reading a byte twice is
+// harmless). The error class is MPI_ERR_IO, as ROMIO reports (and MPICH's tests expect).
+int flatten_checked(const core::Datatype& d, const char* what, bool overlap_ok,
+                    std::vector<Seg>* out) {
     if (d.extent <= 0)
         return core::make_error(MPI_ERR_IO, "%s has a non-positive extent (%lld)", what,
                                 (long long)d.extent);
@@ -60,11 +62,17 @@ int flatten_checked(const core::Datatype& d, const char* what, std::vector<Seg>*
             return core::make_error(MPI_ERR_IO, "%s has a negative displacement (%lld bytes): "
                                                 "not allowed in a file view (MPI 3.1 13.3)",
                                     what, (long long)(*out)[i].foff);
-        if (i > 0 && (*out)[i].foff < (*out)[i - 1].foff + (*out)[i - 1].len)
-            return core::make_error(MPI_ERR_IO, "%s's displacements decrease or overlap (at "
-                                                "byte %lld): a file view needs them "
-                                                "monotonically nondecreasing (MPI 3.1 13.3)",
-                                    what, (long long)(*out)[i].foff);
+        if (i == 0) continue;
+        const Seg& prev = (*out)[i - 1];
+        if ((*out)[i].foff < prev.foff ||
+            (!overlap_ok && (*out)[i].foff < prev.foff + prev.len))
+            return core::make_error(MPI_ERR_IO, "%s's displacements %s (at byte %lld): a file "
+                                                "view needs them monotonically nondecreasing "
+                                                "(MPI 3.1 13.3)%s",
+                                    what, (*out)[i].foff < prev.foff ? "decrease" : "overlap",
+                                    (long long)(*out)[i].foff,
+                                    (*out)[i].foff < prev.foff ? "" : "; overlaps are allowed "
+                                                                      "for read-only files");
     }
     return MPI_SUCCESS;
 }
@@ -86,6 +94,7 @@ MPI_Datatype keep_type(MPI_Datatype t) {
 
 // The tile and block holding view data byte `data_off` (at `within` bytes into the block).
 void locate(const View& v, int64_t data_off, int64_t* tile, size_t* blk, int64_t* within) {
+    // (callers handle fsize == 0: such a view has no data to locate)
     *tile = data_off / v.fsize;
     int64_t r = data_off % v.fsize;
     auto it = std::upper_bound(v.blocks.begin(), v.blocks.end(), r,
@@ -139,6 +148,7 @@ void view_map(const View& v, int64_t data_off, int64_t nbytes, int64_t soff0,
 
 int64_t view_byte_offset(const View& v, int64_t data_off) {
     if (v.dense) return v.disp + data_off;
+    if (v.fsize == 0 || v.blocks.empty()) return v.disp;
     int64_t tile, within;
     size_t i;
     locate(v, data_off, &tile, &i, &within);
@@ -151,72 +161,86 @@ namespace wanmpi::impl {
 using core::make_error;
 using io::File;
 
+// The local part of set_view: the new view in *v, or an error code (not raised).
+static int make_view(File* f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
+                     const char* datarep, MPI_Info info, io::View* v) {
+    const core::Datatype* e = core::datatype_lookup(etype);
+    if (!e)
+        return make_error(MPI_ERR_TYPE, "etype: %s",
+                          core::error_text(core::datatype_error(etype)).c_str());
+    const core::Datatype* ft = core::datatype_lookup(filetype);
+    if (!ft)
+        return make_error(MPI_ERR_TYPE, "filetype: %s",
+                          core::error_text(core::datatype_error(filetype)).c_str());
+    if (!datarep) return make_error(MPI_ERR_ARG, "datarep is NULL");
+    bool ext32 = !std::strcmp(datarep, "external32");
+    if (!ext32 && std::strcmp(datarep, "native") && std::strcmp(datarep, "internal"))
+        return make_error(MPI_ERR_UNSUPPORTED_DATAREP,
+                          "data representation \"%s\" (supported: native, internal, external32)",
+                          datarep);
+    if (info != MPI_INFO_NULL && !core::info_valid(info))
+        return make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info));
+    if (disp == MPI_DISPLACEMENT_CURRENT) {
+        if (!(f->amode & MPI_MODE_SEQUENTIAL))
+            return make_error(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT needs a file opened with "
+                                           "MPI_MODE_SEQUENTIAL");
+        int64_t pos = 0;
+        if (int rc = io::shfp_get(f, &pos)) return rc;
+        disp = io::view_byte_offset(f->view, pos * f->view.esize);
+    }
+    if (disp < 0) return make_error(MPI_ERR_ARG, "negative displacement %lld", (long long)disp);
+    if (e->size <= 0) return make_error(MPI_ERR_TYPE, "etype has no data (size 0)");
+    if (ft->size % e->size != 0)
+        return make_error(MPI_ERR_TYPE, "filetype size %lld is not a multiple of the etype size "
+                                        "%lld", (long long)ft->size, (long long)e->size);
+    if (ext32 && (e->ext32_size != e->size || ft->ext32_size != ft->size))
+        return make_error(MPI_ERR_UNSUPPORTED_DATAREP,
+                          "external32 views of types whose external32 size differs from the "
+                          "native size (MPI_LONG, long double, ...) are not supported; the "
+                          "buffer's type may be any");
+    bool ro = (f->amode & MPI_MODE_RDONLY) != 0;
+    std::vector<io::Seg> eblocks;
+    if (int rc = io::flatten_checked(*e, "etype", ro, &eblocks)) return rc;
+    v->disp = disp;
+    v->esize = e->size;
+    v->fsize = ft->size;  // may be 0: a rank with nothing to access (accesses then must be empty)
+    v->fextent = ft->extent;
+    v->ext32 = ext32;
+    v->datarep = datarep;
+    v->blocks.clear();
+    if (int rc = io::flatten_checked(*ft, "filetype", ro, &v->blocks)) return rc;
+    v->dense = v->blocks.size() == 1 && v->blocks[0].foff == 0 && v->fextent == v->fsize;
+    return MPI_SUCCESS;
+}
+
+// Collective. Every rank checks its own arguments, then one allreduce makes all ranks agree: the
+// new view is taken everywhere or nowhere (so a bad argument on one rank cannot leave the
+// ranks' collectives mismatched). Then rank 0 resets the shared pointer to 0 and a broadcast
+// keeps everyone from using it before that. MPI_DISPLACEMENT_CURRENT is read before the
+// allreduce, so no rank can see the pointer already reset.
 int File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype,
                   const char* datarep, MPI_Info info) {
     GET_FILE(f, fh);
-    const core::Datatype* e = core::datatype_lookup(etype);
-    if (!e) return io::raise(f, make_error(MPI_ERR_TYPE, "etype: %s",
-                                           core::error_text(core::datatype_error(etype)).c_str()));
-    const core::Datatype* ft = core::datatype_lookup(filetype);
-    if (!ft)
-        return io::raise(f, make_error(MPI_ERR_TYPE, "filetype: %s",
-                                       core::error_text(core::datatype_error(filetype)).c_str()));
-    if (!datarep) return io::raise(f, make_error(MPI_ERR_ARG, "datarep is NULL"));
-    bool ext32 = !std::strcmp(datarep, "external32");
-    if (!ext32 && std::strcmp(datarep, "native") && std::strcmp(datarep, "internal"))
-        return io::raise(f, make_error(MPI_ERR_UNSUPPORTED_DATAREP,
-                                       "data representation \"%s\" (supported: native, internal, "
-                                       "external32)", datarep));
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return io::raise(f, make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
-    if (disp == MPI_DISPLACEMENT_CURRENT) {
-        if (!(f->amode & MPI_MODE_SEQUENTIAL))
-            return io::raise(f, make_error(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT needs a file "
-                                                        "opened with MPI_MODE_SEQUENTIAL"));
-        MPI_Offset pos = 0;
-        if (int rc = File_get_position_shared(fh, &pos)) return rc;
-        disp = io::view_byte_offset(f->view, pos * f->view.esize);
-    }
-    if (disp < 0)
-        return io::raise(f, make_error(MPI_ERR_ARG, "negative displacement %lld",
-                                       (long long)disp));
-    if (e->size <= 0)
-        return io::raise(f, make_error(MPI_ERR_TYPE, "etype has no data (size 0)"));
-    if (ft->size <= 0 || ft->size % e->size != 0)
-        return io::raise(f, make_error(MPI_ERR_TYPE, "filetype size %lld is not a positive "
-                                                     "multiple of the etype size %lld",
-                                       (long long)ft->size, (long long)e->size));
-    if (ext32 && (e->ext32_size != e->size || ft->ext32_size != ft->size))
-        return io::raise(f, make_error(MPI_ERR_UNSUPPORTED_DATAREP,
-                                       "external32 views of types whose external32 size differs "
-                                       "from the native size (MPI_LONG, long double, ...) are "
-                                       "not supported; the buffer's type may be any"));
-    std::vector<io::Seg> eblocks;
-    if (int rc = io::flatten_checked(*e, "etype", &eblocks)) return io::raise(f, rc);
-
     io::View v;
-    v.disp = disp;
-    v.esize = e->size;
-    v.fsize = ft->size;
-    v.fextent = ft->extent;
-    v.ext32 = ext32;
-    v.datarep = datarep;
-    v.blocks.clear();
-    if (int rc = io::flatten_checked(*ft, "filetype", &v.blocks)) return io::raise(f, rc);
-    v.dense = v.blocks.size() == 1 && v.blocks[0].foff == 0 && v.fextent == v.fsize;
+    int rc = make_view(f, disp, etype, filetype, datarep, info, &v);
+    int64_t bad = rc != MPI_SUCCESS, anybad = 0;
+    Allreduce(&bad, &anybad, 1, MPI_INT64_T, MPI_MAX, f->comm);
+    if (rc == MPI_SUCCESS && anybad)
+        rc = make_error(MPI_ERR_IO, "MPI_File_set_view failed on another rank");
+    if (rc != MPI_SUCCESS) return io::raise(f, rc);
     v.etype = io::keep_type(etype);
     v.filetype = io::keep_type(filetype);
     io::view_reset(&f->view);
     f->view = std::move(v);
     f->fp = 0;
     if (info != MPI_INFO_NULL) io::apply_hints(f, info);
-    // Collective: the shared pointer restarts at 0 too, before anyone uses the new view.
-    if (f->rank == 0 && f->shfp_fd >= 0) {
-        int64_t zero = 0;
-        if (::pwrite(f->shfp_fd, &zero, 8, 0) != 8)
-            return io::raise(f, io::sys_error(errno, "reset shared file pointer of", f->path));
-    }
-    Barrier(f->comm);
+    int64_t reset = MPI_SUCCESS;
+    if (f->rank == 0 && f->shfp_fd >= 0) reset = io::shfp_put(f, 0);
+    Bcast(&reset, 1, MPI_INT64_T, 0, f->comm);
+    if (reset != MPI_SUCCESS)
+        return io::raise(f, f->rank == 0 ? int(reset)
+                                         : make_error(MPI_ERR_IO, "resetting the shared file "
+                                                                  "pointer failed on rank 0"));
     return MPI_SUCCESS;
 }
 
