@@ -144,6 +144,9 @@ void apply_hints(File* f, MPI_Info info) {
         } else if (k == "cb_nodes") {
             int64_t n = parse_size(v);
             if (n > 0) f->hints.cb_nodes = int(n);
+        } else if (k == "wanmpi_cb_small_piece") {
+            int64_t n = parse_size(v);
+            if (n >= 0) f->hints.cb_small_piece = n;
         } else if (k == "romio_cb_write") {
             f->hints.cb_write = mode(v);
         } else if (k == "romio_cb_read") {
@@ -157,6 +160,7 @@ void apply_hints(File* f, MPI_Info info) {
                {"cb_nodes", std::to_string(nodes)},
                {"romio_cb_write", names[f->hints.cb_write]},
                {"romio_cb_read", names[f->hints.cb_read]},
+               {"wanmpi_cb_small_piece", std::to_string(f->hints.cb_small_piece)},
                {"filename", f->path}};
 }
 

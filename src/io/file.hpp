@@ -57,6 +57,7 @@ struct Hints {
     int cb_nodes = 0;                   // aggregators; 0 = every rank
     int cb_write = 2;                   // romio_cb_write: 0 disable, 1 enable, 2 automatic
     int cb_read = 2;                    // romio_cb_read
+    int64_t cb_small_piece = 4096;      // wanmpi_cb_small_piece: automatic two-phase below it
 };
 
 struct File {

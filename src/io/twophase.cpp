@@ -6,7 +6,9 @@
 //   - independent (each rank pread/pwrite its own ranges) when collective buffering is disabled
 //     for the direction (hint romio_cb_write / romio_cb_read = "disable"), in atomic mode (the
 //     range locks of access.cpp then apply), or, when the hint is "automatic" (the default),
-//     when every rank's access is one contiguous range and no two ranks' ranges interleave;
+//     when every rank's access is one contiguous range and no two ranks' ranges interleave, or
+//     when the contiguous pieces are large (hint wanmpi_cb_small_piece, default 4 KiB: a piece
+//     of that size or more is cheaper to pwrite than to ship to an aggregator);
 //   - two-phase otherwise (or when the hint is "enable").
 // Two-phase: the byte span [min first, max end) of all ranks is cut into one file domain per
 // aggregator (cb_nodes aggregators, default every rank, spread evenly over the ranks; domains
@@ -220,32 +222,41 @@ int collective_rw(File* f, bool write, int64_t data_off, Stream* s, int64_t* don
                         [](const Seg& a, const Seg& b) { return a.foff < b.foff; }))
         std::sort(segs.begin(), segs.end(),
                   [](const Seg& a, const Seg& b) { return a.foff < b.foff; });
-    int64_t me[3] = {INT64_MAX, -1, segs.size() > 1};
+    // [first byte, end, noncontiguous, pieces, bytes] of every rank
+    int64_t me[5] = {INT64_MAX, -1, segs.size() > 1, int64_t(segs.size()), s->bytes};
     for (const Seg& g : segs) {
         me[0] = std::min(me[0], g.foff);
         me[1] = std::max(me[1], g.foff + g.len);
     }
-    std::vector<int64_t> all(size_t(3 * f->size));
-    impl::Allgather(me, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, f->comm);
+    std::vector<int64_t> all(size_t(5 * f->size));
+    impl::Allgather(me, 5, MPI_INT64_T, all.data(), 5, MPI_INT64_T, f->comm);
 
     Plan p;
     p.lo = INT64_MAX;
     p.hi = -1;
     bool noncontig = false;
     std::vector<std::pair<int64_t, int64_t>> ranges;
+    int64_t pieces = 0, bytes = 0;
     for (int q = 0; q < f->size; q++) {
-        const int64_t* x = &all[size_t(3 * q)];
+        const int64_t* x = &all[size_t(5 * q)];
         if (x[1] < 0) continue;  // no data on rank q
         p.lo = std::min(p.lo, x[0]);
         p.hi = std::max(p.hi, x[1]);
         noncontig |= x[2] != 0;
+        pieces += x[3];
+        bytes += x[4];
         ranges.push_back({x[0], x[1]});
     }
     std::sort(ranges.begin(), ranges.end());
     bool interleaved = false;
     for (size_t k = 1; k < ranges.size(); k++) interleaved |= ranges[k].first < ranges[k - 1].second;
     int mode = write ? f->hints.cb_write : f->hints.cb_read;
-    bool two_phase = mode == 1 || (mode == 2 && (noncontig || interleaved));
+    // Automatic: aggregation pays when the file would otherwise see many small requests. With
+    // pieces of cb_small_piece bytes or more on average, each rank's own pread/pwrite calls
+    // cost less than moving all the data through the aggregators (measured: bench/compare-io.sh,
+    // docs/benchmarks.md); a parallel file system with costly requests wants a larger value.
+    bool small = pieces > 0 && bytes / pieces < f->hints.cb_small_piece;
+    bool two_phase = mode == 1 || (mode == 2 && (noncontig || interleaved) && small);
     if (f->atomic || p.hi <= p.lo) two_phase = false;
 
     int rc = MPI_SUCCESS;
