@@ -185,13 +185,8 @@ int File_create_errhandler(MPI_File_errhandler_function* file_errhandler_fn,
 }
 
 int File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
-    File* f = nullptr;
-    if (file != MPI_FILE_NULL) {
-        f = file_lookup(file);
-        if (!f)
-            return core::raise_file(file, make_error(MPI_ERR_FILE, "invalid file handle %p",
-                                                     static_cast<void*>(file)));
-    }
+    File* f = nullptr;  // MPI_FILE_NULL: the default handler for files
+    if (file != MPI_FILE_NULL && !(f = file_lookup(file))) return io::raise_bad_file(file);
     if (!core::errhandler_valid(errhandler))
         return io::raise(f, make_error(MPI_ERR_ARG, "invalid error handler 0x%x",
                                        unsigned(errhandler)));
@@ -210,13 +205,8 @@ int File_set_errhandler(MPI_File file, MPI_Errhandler errhandler) {
 }
 
 int File_get_errhandler(MPI_File file, MPI_Errhandler* errhandler) {
-    File* f = nullptr;
-    if (file != MPI_FILE_NULL) {
-        f = file_lookup(file);
-        if (!f)
-            return core::raise_file(file, make_error(MPI_ERR_FILE, "invalid file handle %p",
-                                                     static_cast<void*>(file)));
-    }
+    File* f = nullptr;  // MPI_FILE_NULL: the default handler for files
+    if (file != MPI_FILE_NULL && !(f = file_lookup(file))) return io::raise_bad_file(file);
     if (!errhandler) return io::raise(f, make_error(MPI_ERR_ARG, "errhandler is NULL"));
     *errhandler = f ? f->eh : core::file_default_errhandler();
     core::errhandler_retain(*errhandler);
@@ -368,42 +358,37 @@ int File_delete(const char* filename, MPI_Info info) {
 }
 
 // ---- file-wide operations ---------------------------------------------------------------------
-// Rank 0 changes the file once every rank has entered the call (so no rank's earlier access or
-// MPI_File_get_size sees the change); the broadcast of its outcome makes every rank return the
-// same code, and return only after the change.
-static int rank0_then_bcast(File* f, int (*op)(File*, MPI_Offset), MPI_Offset arg) {
+// MPI_File_set_size / MPI_File_preallocate: the same checks, then rank 0 changes the file once
+// every rank has entered the call (so no rank's earlier access or MPI_File_get_size sees the
+// change); the broadcast of its outcome makes every rank return the same code, and return only
+// after the change. `op` returns 0 or an errno.
+static int resize(MPI_File fh, MPI_Offset size, int (*op)(File*, MPI_Offset)) {
+    GET_FILE(f, fh);
+    if (size < 0)
+        return io::raise(f, make_error(MPI_ERR_ARG, "negative size %lld", (long long)size));
+    if (f->amode & MPI_MODE_RDONLY)
+        return io::raise(f, make_error(MPI_ERR_READ_ONLY, "%s is open read-only",
+                                       f->path.c_str()));
     int64_t err = 0;
     Barrier(f->comm);
-    if (f->rank == 0) err = op(f, arg);
+    if (f->rank == 0) err = op(f, size);
     Bcast(&err, 1, MPI_INT64_T, 0, f->comm);
     return err ? io::raise(f, io::sys_error(int(err), "resize", f->path)) : MPI_SUCCESS;
 }
 
 int File_set_size(MPI_File fh, MPI_Offset size) {
-    GET_FILE(f, fh);
-    if (size < 0) return io::raise(f, make_error(MPI_ERR_ARG, "negative size %lld",
-                                                 (long long)size));
-    if (f->amode & MPI_MODE_RDONLY)
-        return io::raise(f, make_error(MPI_ERR_READ_ONLY, "%s is open read-only",
-                                       f->path.c_str()));
-    return rank0_then_bcast(f, [](File* f, MPI_Offset n) -> int {
+    return resize(fh, size, [](File* f, MPI_Offset n) -> int {
         return ::ftruncate(f->fd, n) == 0 ? 0 : errno;
-    }, size);
+    });
 }
 
 int File_preallocate(MPI_File fh, MPI_Offset size) {
-    GET_FILE(f, fh);
-    if (size < 0) return io::raise(f, make_error(MPI_ERR_ARG, "negative size %lld",
-                                                 (long long)size));
-    if (f->amode & MPI_MODE_RDONLY)
-        return io::raise(f, make_error(MPI_ERR_READ_ONLY, "%s is open read-only",
-                                       f->path.c_str()));
-    return rank0_then_bcast(f, [](File* f, MPI_Offset n) -> int {
+    return resize(fh, size, [](File* f, MPI_Offset n) -> int {
         struct stat sb;
         if (::fstat(f->fd, &sb) != 0) return errno;
         if (sb.st_size >= n) return 0;  // preallocate never shrinks
         return ::posix_fallocate(f->fd, 0, n);
-    }, size);
+    });
 }
 
 int File_get_size(MPI_File fh, MPI_Offset* size) {

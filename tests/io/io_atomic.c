@@ -29,11 +29,7 @@ int main(int argc, char **argv)
 
     mt_init(&argc, &argv);
     io_path(path, sizeof path, "atomic");
-    if (mt_rank == 0)
-        MPI_File_delete(path, MPI_INFO_NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MT_MPI(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL,
-                         &fh));
+    MT_MPI(io_open_fresh(path, &fh));
     MT_MPI(MPI_File_get_atomicity(fh, &flag));
     MT_CHECK(flag == 0, "atomicity is on by default");
     MT_MPI(MPI_File_set_atomicity(fh, 1));

@@ -26,11 +26,7 @@ int main(int argc, char **argv)
 
     mt_init(&argc, &argv);
     io_path(path, sizeof path, "shared");
-    if (mt_rank == 0)
-        MPI_File_delete(path, MPI_INFO_NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MT_MPI(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL,
-                         &fh));
+    MT_MPI(io_open_fresh(path, &fh));
 
     /* --- concurrent write_shared --- */
     for (k = 0; k < R; k++) {

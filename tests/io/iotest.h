@@ -21,6 +21,16 @@ static MT_UNUSED void io_path(char *path, size_t n, const char *tag)
     MPI_Bcast(path, (int)n, MPI_CHAR, 0, MPI_COMM_WORLD);
 }
 
+/* A new, empty file at `path` opened MPI_MODE_RDWR | MPI_MODE_CREATE on MPI_COMM_WORLD. */
+static MT_UNUSED int io_open_fresh(const char *path, MPI_File *fh)
+{
+    if (mt_rank == 0)
+        MPI_File_delete(path, MPI_INFO_NULL); /* may not exist */
+    MPI_Barrier(MPI_COMM_WORLD);
+    return MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL,
+                         fh);
+}
+
 static MT_UNUSED int io_class(int rc)
 {
     int c = -1;
