@@ -1,6 +1,6 @@
 // Attribute caching: keyvals, per-object attribute lists, predefined attributes, and the C entry
-// points for communicators (MPI-2 and the deprecated MPI-1 names) and datatypes. Window
-// attributes need windows, which do not exist yet (stubs_onesided.cpp); their keyvals work.
+// points for communicators (MPI-2 and the deprecated MPI-1 names) and datatypes. The window
+// attribute entry points are in src/rma/win.cpp (the predefined MPI_WIN_* values live there).
 //
 // Keyval handles: 0x64000000 | kind << 22 | index. The predefined ones (mpi.h) have small odd
 // indexes (MPI_TAG_UB = 0x64400001, MPI_WIN_BASE = 0x66000001); user keyvals count from

@@ -398,6 +398,21 @@ int raise_session(MPI_Session s, MPI_Errhandler eh, int code) {
     return code;
 }
 
+int raise_win(MPI_Win w, MPI_Errhandler eh, int code) {
+    if (code == MPI_SUCCESS) return code;
+    if (UserErrhandler* h = user_eh(eh)) {
+        if (h->kind == EhKind::win && h->fn) {
+            MPI_Win x = w;
+            int c = code;
+            reinterpret_cast<MPI_Win_errhandler_function*>(h->fn)(&x, &c);
+            return code;
+        }
+        eh = MPI_ERRORS_ARE_FATAL;
+    }
+    predefined_action(eh, "window", code);
+    return code;
+}
+
 [[noreturn]] void api_not_initialized(const char* fname) {
     const char* state = g_init_state.load() == 0 ? "before MPI_Init" : "after MPI_Finalize";
     std::fprintf(stderr, "[wanmpi] %s called %s: this is not allowed; aborting\n", fname, state);

@@ -64,6 +64,10 @@ int raise_file_eh(MPI_File fh, MPI_Errhandler eh, int code);
 // session handler gets `s`; returns `code` unless the handler aborts.
 int raise_session(MPI_Session s, MPI_Errhandler eh, int code);
 
+// Raise `code` on a window (src/rma) whose handler is `eh`: a user window handler gets `w`;
+// returns `code` unless the handler aborts.
+int raise_win(MPI_Win w, MPI_Errhandler eh, int code);
+
 // Print `msg` naming this rank and abort the whole job with `exitcode`.
 [[noreturn]] void abort_job(int exitcode, const std::string& msg);
 

@@ -1,0 +1,41 @@
+// Between the C entry points (api.cpp, sync.cpp) and the origin side (origin.cpp): one RMA
+// operation's arguments, normalised (counts as int64_t, unused buffers null).
+// Threading: under the API lock.
+#pragma once
+
+#include <cstdint>
+#include <mpi.h>
+
+#include "rma/rma.hpp"
+
+namespace wanmpi::rma {
+
+struct OpArgs {
+    Window* w = nullptr;
+    Msg type = Msg::put;
+    void* obuf = nullptr;          // origin buffer (get: written; the others only read it)
+    int64_t ocount = 0;
+    MPI_Datatype odt = MPI_DATATYPE_NULL;
+    void* rbuf = nullptr;          // get_accumulate, fetch_and_op, compare_and_swap result
+    int64_t rcount = 0;
+    MPI_Datatype rdt = MPI_DATATYPE_NULL;
+    const void* cbuf = nullptr;    // compare_and_swap compare value
+    int target = 0;
+    int64_t disp = 0;
+    int64_t tcount = 0;
+    MPI_Datatype tdt = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+    MPI_Request* req = nullptr;    // R* operations
+};
+
+// Checks, encodes and sends one operation. MPI_SUCCESS or an error code (not raised).
+int win_op(const OpArgs& a);
+
+// Requests of R* operations (ReqKind::ext, completed by reap()).
+MPI_Request completed_request(Window* w);
+core::Request* pending_request(Window* w);
+// Whether `target` is in the current PSCW access epoch; waits for its MPI_Win_post if it has
+// not been seen yet (MPI_Win_start itself does not block).
+bool in_start_group(Window* w, int target);
+
+}  // namespace wanmpi::rma

@@ -1,0 +1,344 @@
+// The origin side of one-sided communication: checking an operation's arguments, encoding it
+// (rma.hpp's wire format), sending it over the window's private communicator, and the requests
+// that track it until it is complete locally (flush_local) or remotely (flush: a FLUSH message
+// that the target answers once everything before it from this origin is applied).
+#include <algorithm>
+#include <cstring>
+
+#include "base/codec.hpp"
+#include "core/datatype.hpp"
+#include "core/errors.hpp"
+#include "core/op.hpp"
+#include "rma/ops.hpp"
+#include "rma/rma.hpp"
+
+namespace wanmpi::rma {
+
+using base::put_be32;
+using base::put_be64;
+
+int reply_tag(Window* w) {
+    int t = w->next_tag++;
+    if (w->next_tag >= (1 << 28)) w->next_tag = kTagReply;  // tags stay below MPI_TAG_UB
+    return t;
+}
+
+static core::Request* post(Window* w, core::ReqKind kind, int peer, int tag, const void* buf,
+                           int64_t count, MPI_Datatype dt, int* err) {
+    core::Request* r = core::request_new(kind);
+    if (!r) {
+        *err = core::make_error(MPI_ERR_INTERN, "out of request handles");
+        return nullptr;
+    }
+    *err = core::request_setup(r, buf, count, dt, peer, tag, w->comm, core::Mode::standard);
+    if (*err == MPI_SUCCESS) *err = core::start(r);
+    if (*err != MPI_SUCCESS) {
+        core::request_release(r);
+        return nullptr;
+    }
+    return r;
+}
+
+core::Request* post_recv(Window* w, int src, int tag, void* buf, int64_t count, MPI_Datatype dt,
+                         int* err) {
+    return post(w, core::ReqKind::recv, src, tag, buf, count, dt, err);
+}
+
+int send_reply(Window* w, int origin, int tag, std::unique_ptr<char[]> buf, int64_t bytes) {
+    int err = MPI_SUCCESS;
+    core::Request* r = post(w, core::ReqKind::send, origin, tag, buf.get(), bytes, MPI_BYTE, &err);
+    if (!r) return err;
+    if (r->complete)
+        core::request_release(r);
+    else
+        w->tsends.push_back(Window::TSend{r, std::move(buf)});
+    return MPI_SUCCESS;
+}
+
+// Tracks an origin request (the window owns it until complete).
+static void track(Window* w, core::Request* r, int target, std::unique_ptr<char[]> buf,
+                  core::Request* user = nullptr) {
+    OriginOp o;
+    o.r = r;
+    o.target = target;
+    o.buf = std::move(buf);
+    o.user = user;
+    w->out.push_back(std::move(o));
+}
+
+int send_ctrl(Window* w, int target, const Hdr& h) {
+    std::unique_ptr<char[]> buf(new char[kHdrBytes]);
+    hdr_encode(h, reinterpret_cast<uint8_t*>(buf.get()));
+    int err = MPI_SUCCESS;
+    core::Request* r = post(w, core::ReqKind::send, target, kTagHdr, buf.get(), kHdrBytes,
+                            MPI_BYTE, &err);
+    if (!r) return err;
+    track(w, r, target, std::move(buf));
+    return MPI_SUCCESS;
+}
+
+static void finish_user(core::Request* u, const core::Request* r) {
+    if (!u) return;
+    u->status = MPI_Status{};
+    u->status.MPI_ERROR = r->status.MPI_ERROR;
+    u->complete = true;
+}
+
+void reap(Window* w) {
+    auto& v = w->out;
+    for (size_t i = 0; i < v.size();) {
+        if (v[i].r->complete) {
+            finish_user(v[i].user, v[i].r);
+            core::request_release(v[i].r);
+            v[i] = std::move(v.back());
+            v.pop_back();
+        } else {
+            ++i;
+        }
+    }
+}
+
+namespace {
+struct TargetWait {
+    Window* w;
+    int target;  // -1: every target
+};
+bool target_done(void* p) {
+    auto* t = static_cast<TargetWait*>(p);
+    for (const OriginOp& o : t->w->out)
+        if ((t->target < 0 || o.target == t->target) && !o.r->complete) return false;
+    return true;
+}
+bool req_done(void* r) { return static_cast<core::Request*>(r)->complete; }
+}  // namespace
+
+void wait_req(core::Request* r) { core::wait_until(req_done, r); }
+
+int wait_target(Window* w, int target) {
+    TargetWait t{w, target};
+    core::wait_until(target_done, &t);
+    int err = MPI_SUCCESS;
+    for (const OriginOp& o : w->out)
+        if ((target < 0 || o.target == target) && o.r->status.MPI_ERROR != MPI_SUCCESS)
+            err = o.r->status.MPI_ERROR;
+    reap(w);
+    return err;
+}
+
+// Remote completion: a FLUSH to each target that has had operations since its last flush, then
+// the answers (sent by each target after it applied everything before the FLUSH).
+int flush_many(Window* w, const std::vector<int>& targets) {
+    std::vector<core::Request*> acks;
+    int err = MPI_SUCCESS;
+    for (int t : targets) {
+        if (!w->dirty[size_t(t)]) continue;
+        Hdr h;
+        h.type = Msg::flush;
+        h.reply_tag = reply_tag(w);
+        core::Request* r = post_recv(w, t, h.reply_tag, nullptr, 0, MPI_BYTE, &err);
+        if (!r) break;
+        acks.push_back(r);
+        if ((err = send_ctrl(w, t, h)) != MPI_SUCCESS) break;
+        w->dirty[size_t(t)] = 0;
+    }
+    for (core::Request* r : acks) {
+        wait_req(r);
+        if (r->status.MPI_ERROR != MPI_SUCCESS) err = r->status.MPI_ERROR;
+        core::request_release(r);
+    }
+    int e2 = wait_target(w, targets.size() == 1 ? targets[0] : -1);
+    return err != MPI_SUCCESS ? err : e2;
+}
+
+int flush(Window* w, int target) { return flush_many(w, std::vector<int>{target}); }
+
+// ---- operations --------------------------------------------------------------------------------
+namespace {
+
+bool predefined_op(MPI_Op op) {
+    return uint32_t(op) >= 0x58000001u && uint32_t(op) <= 0x5800000eu;
+}
+
+bool collect_run(void* ctx, int64_t off, int64_t n, int basic) {
+    auto* v = static_cast<std::vector<Run>*>(ctx);
+    const core::Datatype* b = core::builtin_by_index(basic);
+    int32_t h = b ? int32_t(b->handle) : 0;
+    if (!v->empty()) {
+        Run& last = v->back();
+        if (b && last.basic == h && last.off + last.count * b->extent == off) {
+            last.count += n;
+            return true;
+        }
+    }
+    v->push_back(Run{off, n, h});
+    return true;
+}
+
+int type_check(MPI_Datatype h, const core::Datatype** out) {
+    *out = core::datatype_lookup(h);
+    return *out ? MPI_SUCCESS : core::datatype_error(h);
+}
+
+}  // namespace
+
+int win_op(const OpArgs& a) {
+    Window* w = a.w;
+    const bool fetch = a.type == Msg::get || a.type == Msg::get_acc || a.type == Msg::cas;
+    const bool sends = a.type == Msg::put || a.type == Msg::acc || a.type == Msg::cas ||
+                       (a.type == Msg::get_acc && a.op != MPI_NO_OP);
+    if (a.req) *a.req = MPI_REQUEST_NULL;
+    if (a.target == MPI_PROC_NULL) {
+        if (a.req) *a.req = completed_request(w);
+        return MPI_SUCCESS;
+    }
+    if (a.target < 0 || a.target >= w->nranks)
+        return core::make_error(MPI_ERR_RANK, "invalid target rank %d: the window has %d ranks",
+                                a.target, w->nranks);
+    const bool passive = w->lock_all || w->locked[size_t(a.target)];
+    if (a.req && !passive)
+        return core::make_error(MPI_ERR_RMA_SYNC, "request-based RMA operations need a passive "
+                                                  "target epoch (MPI_Win_lock/lock_all) on rank %d",
+                                a.target);
+    if (!passive && !w->fence_epoch && !in_start_group(w, a.target))
+        return core::make_error(MPI_ERR_RMA_SYNC, "no access epoch to rank %d is open on this "
+                                                  "window (fence, start or lock first)", a.target);
+    if (a.ocount < 0 || a.tcount < 0 || a.rcount < 0)
+        return core::make_error(MPI_ERR_COUNT, "negative count");
+    const core::Datatype *odt = nullptr, *tdt = nullptr, *rdt = nullptr;
+    int rc;
+    if (sends || a.type == Msg::get)
+        if ((rc = type_check(a.odt, &odt)) != MPI_SUCCESS) return rc;
+    if ((rc = type_check(a.tdt, &tdt)) != MPI_SUCCESS) return rc;
+    if (a.type == Msg::get_acc || a.type == Msg::cas)
+        if ((rc = type_check(a.rdt, &rdt)) != MPI_SUCCESS) return rc;
+    if (a.type != Msg::put && a.type != Msg::get) {
+        if (a.type != Msg::cas && !predefined_op(a.op))
+            return core::make_error(MPI_ERR_OP, "RMA accumulate operations take a predefined "
+                                                "operation (or MPI_REPLACE / MPI_NO_OP), not 0x%x",
+                                    unsigned(a.op));
+        if (tdt->basic <= 0)
+            return core::make_error(MPI_ERR_TYPE, "the target datatype of an accumulate must be "
+                                                  "built from one predefined datatype");
+        if (odt && odt->basic != tdt->basic)
+            return core::make_error(MPI_ERR_TYPE, "origin and target datatypes of an accumulate "
+                                                  "must have the same basic datatype");
+    }
+    const int64_t tbytes = a.tcount * tdt->size;
+    if (odt && a.ocount * odt->size != tbytes)
+        return core::make_error(MPI_ERR_ARG, "origin (%lld bytes) and target (%lld bytes) "
+                                "buffers differ in size", (long long)(a.ocount * odt->size),
+                                (long long)tbytes);
+    if (rdt && a.rcount * rdt->size != tbytes)
+        return core::make_error(MPI_ERR_ARG, "result (%lld bytes) and target (%lld bytes) "
+                                "buffers differ in size", (long long)(a.rcount * rdt->size),
+                                (long long)tbytes);
+    if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
+        if (a.disp < 0)
+            return core::make_error(MPI_ERR_DISP, "negative target displacement %lld",
+                                    (long long)a.disp);
+        if (a.tcount > 0) {
+            int64_t at = a.disp * w->units[size_t(a.target)];
+            int64_t lo = at + tdt->true_lb;
+            int64_t hi = at + (a.tcount - 1) * tdt->extent + tdt->true_ub;
+            if (lo < 0 || hi > w->sizes[size_t(a.target)])
+                return core::make_error(MPI_ERR_RMA_RANGE, "target bytes [%lld, %lld) are "
+                                        "outside rank %d's window of %lld bytes", (long long)lo,
+                                        (long long)hi, a.target,
+                                        (long long)w->sizes[size_t(a.target)]);
+        }
+    }
+    if (tbytes == 0 && a.type != Msg::cas) {  // nothing moves; still an operation for ordering
+        if (a.req) *a.req = completed_request(w);
+        return MPI_SUCCESS;
+    }
+
+    Hdr h;
+    h.type = a.type;
+    h.op = a.op;
+    h.disp = a.disp;
+    std::vector<Run> runs;
+    if (tdt->builtin && tdt->contig) {
+        h.basic = int32_t(a.tdt);
+        h.count = a.tcount;
+    } else {
+        core::datatype_walk(*tdt, 0, a.tcount, collect_run, &runs);
+        h.count = int64_t(runs.size());
+    }
+    const int64_t pbytes = a.type == Msg::cas ? 2 * tbytes : sends ? tbytes : 0;
+    h.bytes = a.type == Msg::get ? tbytes : pbytes;
+    h.rbytes = a.type == Msg::get ? 0 : fetch ? tbytes : 0;
+    const int64_t rbytes = int64_t(runs.size()) * kRunBytes;
+    bool runs_inline = kHdrBytes + rbytes <= kInlineMax;
+    bool payload_inline = runs_inline && kHdrBytes + rbytes + pbytes <= kInlineMax;
+    if (runs_inline) h.flags |= kFlagRunsInline;
+    if (payload_inline) h.flags |= kFlagPayloadInline;
+
+    // The reply receive goes first, so the answer always finds it posted.
+    core::Request* user = nullptr;
+    if (a.req) {
+        user = pending_request(w);
+        *a.req = core::request_handle(user);
+    }
+    int err = MPI_SUCCESS;
+    if (fetch) {
+        h.reply_tag = reply_tag(w);
+        void* to = a.type == Msg::get ? a.obuf : a.rbuf;
+        int64_t cnt = a.type == Msg::get ? a.ocount : a.rcount;
+        MPI_Datatype dt = a.type == Msg::get ? a.odt : a.rdt;
+        core::Request* r = post_recv(w, a.target, h.reply_tag, to, cnt, dt, &err);
+        if (!r) return err;
+        track(w, r, a.target, nullptr, user);
+        user = nullptr;
+    }
+    int64_t len = kHdrBytes + (runs_inline ? rbytes : 0) + (payload_inline ? pbytes : 0);
+    std::unique_ptr<char[]> msg(new char[size_t(len)]);
+    hdr_encode(h, reinterpret_cast<uint8_t*>(msg.get()));
+    auto put_runs = [&runs](char* p) {
+        auto* b = reinterpret_cast<uint8_t*>(p);
+        for (const Run& r : runs) {
+            put_be64(b, uint64_t(r.off));
+            put_be64(b + 8, uint64_t(r.count));
+            put_be32(b + 16, uint32_t(r.basic));
+            b += kRunBytes;
+        }
+    };
+    if (runs_inline) put_runs(msg.get() + kHdrBytes);
+    if (payload_inline && pbytes > 0) {
+        char* p = msg.get() + kHdrBytes + rbytes;
+        core::pack(*odt, a.obuf, a.ocount, p);
+        if (a.type == Msg::cas) core::pack(*odt, a.cbuf, 1, p + tbytes);
+    }
+    bool more = !runs_inline || (!payload_inline && pbytes > 0);
+    core::Request* r = post(w, core::ReqKind::send, a.target, kTagHdr, msg.get(), len, MPI_BYTE,
+                            &err);
+    if (!r) return err;
+    track(w, r, a.target, std::move(msg), more ? nullptr : user);
+    if (!runs_inline) {
+        std::unique_ptr<char[]> rb(new char[size_t(rbytes)]);
+        put_runs(rb.get());
+        r = post(w, core::ReqKind::send, a.target, kTagData, rb.get(), rbytes, MPI_BYTE, &err);
+        if (!r) return err;
+        track(w, r, a.target, std::move(rb), pbytes > 0 ? nullptr : user);
+    }
+    if (!payload_inline && pbytes > 0) {
+        if (a.type == Msg::cas) {  // never large; kept general
+            std::unique_ptr<char[]> pb(new char[size_t(pbytes)]);
+            core::pack(*odt, a.obuf, 1, pb.get());
+            core::pack(*odt, a.cbuf, 1, pb.get() + tbytes);
+            r = post(w, core::ReqKind::send, a.target, kTagData, pb.get(), pbytes, MPI_BYTE,
+                     &err);
+            if (!r) return err;
+            track(w, r, a.target, std::move(pb), user);
+        } else {
+            // Straight from the user's buffer (the engine packs a derived origin datatype).
+            r = post(w, core::ReqKind::send, a.target, kTagData, a.obuf, a.ocount, a.odt, &err);
+            if (!r) return err;
+            track(w, r, a.target, nullptr, user);
+        }
+    }
+    w->dirty[size_t(a.target)] = 1;
+    reap(w);
+    return MPI_SUCCESS;
+}
+
+}  // namespace wanmpi::rma

@@ -1,0 +1,190 @@
+// One-sided communication (MPI-3.1 chapter 11): windows, RMA operations and synchronization.
+// Design: docs/design/onesided.md. The layer sits above coll (it uses collectives on a window's
+// private communicator) and below the bindings (src/rma/api.cpp holds the C entry points).
+//
+// Every RMA operation travels as point-to-point messages in the p2p context of a private
+// duplicate of the window's communicator (`icomm`), so it works over every route the engine has
+// (self, shm, tcp, the wan route, through impi-relay) with no new wire format below. The target
+// applies operations itself, from a progress hook (rma_hook, target.cpp) that runs in every
+// poll() of the engine: a target inside any MPI call makes progress; a target computing outside
+// MPI delays passive-target operations until its next MPI call (as MPICH without an async
+// progress thread). Windows from MPI_Win_allocate_shared are one shared segment per host that
+// the ranks also load and store directly.
+//
+// Ownership: a Window is owned by its handle (MPI_Win_free deletes it). Requests in `out` and
+// `tsends` are owned by the window until complete. Threading: under the API lock, like core.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+#include <mpi.h>
+
+#include "core/comm.hpp"
+#include "core/engine.hpp"
+#include "core/info.hpp"
+
+namespace wanmpi::rma {
+
+// ---- wire format (all fields big-endian, base/codec.hpp) ---------------------------------------
+// Messages on icomm's p2p context:
+//   tag kTagHdr   origin -> target   header (64 bytes) [+ runs] [+ payload], see Hdr
+//   tag kTagData  origin -> target   runs, then payload, when they did not fit the header message
+//                                    (in that order, right after their header: the non-overtaking
+//                                    rule matches them to the receives the target posts when the
+//                                    header arrives)
+//   tag >= kTagReply   target -> origin   replies: fetched data, lock grants, flush/unlock acks
+// A run is (offset i64, count i64, builtin datatype handle i32), 20 bytes: `count` basic
+// elements at byte `offset` from the target address (the flattened target datatype).
+constexpr int kTagHdr = 1;
+constexpr int kTagData = 2;
+constexpr int kTagReply = 16;
+constexpr int kHdrBytes = 64;
+constexpr int kRunBytes = 20;
+constexpr int kInlineMax = 8192;  // largest header message (header + runs + payload)
+
+enum class Msg : uint8_t {
+    put = 1, get, acc, get_acc, cas, lock, unlock, flush, post, complete
+};
+enum : uint8_t { kFlagPayloadInline = 1, kFlagRunsInline = 2, kFlagExclusive = 4 };
+
+struct Hdr {
+    Msg type = Msg::put;
+    uint8_t flags = 0;
+    int32_t op = 0;          // MPI_Op handle (accumulates)
+    int64_t disp = 0;        // target_disp as the user gave it (the target scales it)
+    int64_t count = 0;       // runs, or basic elements when `basic` names the target type
+    int32_t basic = 0;       // builtin datatype handle: the whole target is `count` of it
+    int32_t reply_tag = 0;
+    int64_t bytes = 0;       // packed payload bytes (put/acc/get_acc; cas: 2 elements)
+    int64_t rbytes = 0;      // bytes the reply carries (get, get_acc, cas)
+};
+void hdr_encode(const Hdr& h, uint8_t* p);
+Hdr hdr_decode(const uint8_t* p);
+
+struct Run {
+    int64_t off;
+    int64_t count;
+    int32_t basic;  // builtin datatype handle
+};
+
+// ---- windows -----------------------------------------------------------------------------------
+struct Region {  // MPI_Win_attach'ed memory of a dynamic window
+    uintptr_t base;
+    int64_t size;
+};
+
+// An origin-side request in flight: a send of a header or of data, or the receive of a reply.
+struct OriginOp {
+    core::Request* r = nullptr;
+    int target = 0;
+    std::unique_ptr<char[]> buf;  // the message bytes the send reads (nullptr: user buffer)
+    core::Request* user = nullptr;  // R* operation's request, completed with this one
+    std::unique_ptr<char[]> result;  // get_acc/cas reply staging, copied to `result_to`
+    void* result_to = nullptr;
+    int64_t result_count = 0;
+    MPI_Datatype result_dt = MPI_DATATYPE_NULL;
+};
+
+// An operation at the target whose runs or payload are still arriving, in its origin's FIFO.
+struct TargetOp {
+    Hdr h;
+    std::vector<Run> runs;
+    std::unique_ptr<char[]> runs_buf;
+    std::unique_ptr<char[]> data;
+    core::Request* runs_req = nullptr;
+    core::Request* data_req = nullptr;
+    bool direct = false;  // the payload was received straight into window memory
+};
+
+struct Window {
+    MPI_Win handle = MPI_WIN_NULL;
+    MPI_Comm icomm = MPI_COMM_NULL;  // private duplicate of the user's communicator
+    core::Comm* comm = nullptr;
+    int rank = 0, nranks = 0;
+    char* base = nullptr;
+    int64_t size = 0;
+    int64_t disp_unit = 1;
+    int flavor = MPI_WIN_FLAVOR_CREATE;
+    int model = MPI_WIN_UNIFIED;
+    std::vector<int64_t> sizes, units;  // every rank's (not for dynamic windows)
+    // attribute values MPI_Win_get_attr hands out pointers to
+    void* attr_base = nullptr;
+    MPI_Aint attr_size = 0;
+    int attr_unit = 1;
+    // MPI_Win_allocate memory / MPI_Win_allocate_shared segment
+    char* owned = nullptr;
+    char* seg = nullptr;
+    size_t seg_len = 0;
+    std::vector<char*> shm_base;  // rank -> its part in this process's mapping
+    std::vector<Region> regions;
+    MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+    std::string name;
+    core::InfoPairs info;
+
+    // target side
+    core::Request* hdr_req = nullptr;
+    std::unique_ptr<char[]> hdr_buf;
+    std::vector<std::deque<TargetOp>> fifo;  // per origin, in arrival order
+    int lock_shared = 0;
+    bool lock_excl = false;
+    struct Waiter {
+        int origin;
+        int reply_tag;
+        bool excl;
+    };
+    std::deque<Waiter> lock_waiters;
+    std::vector<int> posts_seen;  // POSTs received per target (PSCW access side)
+    int completes_seen = 0;       // COMPLETEs received (PSCW exposure side)
+    struct TSend {
+        core::Request* r;
+        std::unique_ptr<char[]> buf;
+    };
+    std::vector<TSend> tsends;    // replies in flight
+
+    // origin side
+    bool fence_epoch = false;
+    bool lock_all = false;
+    std::vector<uint8_t> locked;  // per target: 0, or MPI_LOCK_SHARED/EXCLUSIVE - 233 (1, 2)
+    std::vector<uint8_t> nocheck; // per target: lock taken with MPI_MODE_NOCHECK
+    std::vector<uint8_t> dirty;   // per target: operations since the last flush
+    std::vector<int> start_group; // PSCW access epoch targets (window ranks), empty if none
+    std::vector<uint8_t> start_posted;  // per start_group entry: its POST consumed
+    bool in_start = false;
+    std::vector<int> post_group;  // PSCW exposure epoch origins
+    bool in_post = false;
+    std::vector<OriginOp> out;
+    int next_tag = kTagReply;
+};
+
+// Handles: 0x20000000 | (slot + 1); MPI_WIN_NULL is 0x20000000.
+Window* win_lookup(MPI_Win h);
+// Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
+int raise(Window* w, int code);
+
+// ---- target side (target.cpp) -------------------------------------------------------------------
+void target_start(Window* w);   // posts the header receive, installs the progress hook
+void target_stop(Window* w);    // cancels it (MPI_Win_free, after the closing barrier)
+int progress_window(Window* w); // one pass: headers, FIFOs, finished sends (0: nothing)
+// Address of target displacement `disp` at this rank (dynamic windows: disp is an address).
+char* target_addr(Window* w, int64_t disp);
+
+// ---- origin side (origin.cpp) -------------------------------------------------------------------
+int reply_tag(Window* w);
+// Sends a header-only message to window rank `target` (sync messages); error code or success.
+int send_ctrl(Window* w, int target, const Hdr& h);
+// Sends `bytes` from `buf` (owned by the callee from then on) to `target` with `tag`, tracked
+// in w->tsends until the engine is done with it (target-side replies).
+int send_reply(Window* w, int origin, int tag, std::unique_ptr<char[]> buf, int64_t bytes);
+// Posts a receive for a reply; returns the request (the caller waits on it) or nullptr + *err.
+core::Request* post_recv(Window* w, int src, int tag, void* buf, int64_t count, MPI_Datatype dt,
+                         int* err);
+void wait_req(core::Request* r);
+void reap(Window* w);                // releases completed origin requests
+int wait_target(Window* w, int target);  // all origin requests to `target` (-1: all) complete
+int flush(Window* w, int target);        // remote completion at `target`
+int flush_many(Window* w, const std::vector<int>& targets);
+
+}  // namespace wanmpi::rma

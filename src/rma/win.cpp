@@ -1,0 +1,465 @@
+// Windows: creation (create / allocate / allocate_shared / create_dynamic), MPI_Win_free, the
+// handle table, attributes, info, names, groups, error handlers, shared_query, attach/detach.
+//
+// A window owns a private communicator (MPI_Comm_split of the user's, which copies no
+// attributes, unlike a dup): its p2p context carries the RMA messages and its collectives the
+// creation exchange, fences and MPI_Win_free's barrier, so nothing the user sends can match
+// them. MPI_Win_allocate_shared maps one POSIX shared-memory segment per window on every rank
+// (all ranks must be on one host): rank 0 creates it, the others open it by name, and rank 0
+// unlinks the name once all have mapped it, so nothing is left in /dev/shm even if the job dies
+// later. Parts are contiguous in rank order (alloc_shared_noncontig is accepted and ignored).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/log.hpp"
+#include "bindings/impl.hpp"
+#include "coll/api_impl.hpp"
+#include "core/attr.hpp"
+#include "core/errors.hpp"
+#include "core/group.hpp"
+#include "core/info.hpp"
+#include "rma/ops.hpp"
+#include "rma/rma.hpp"
+
+namespace wanmpi::rma {
+
+namespace {
+
+constexpr uint32_t kWinBase = 0x20000000u;
+
+std::vector<Window*>& table() {
+    static std::vector<Window*> t;
+    return t;
+}
+
+MPI_Win win_register(Window* w) {
+    auto& t = table();
+    for (size_t i = 0; i < t.size(); ++i)
+        if (!t[i]) {
+            t[i] = w;
+            return MPI_Win(kWinBase | uint32_t(i + 1));
+        }
+    t.push_back(w);
+    return MPI_Win(kWinBase | uint32_t(t.size()));
+}
+
+// The hints MPI_Win_get_info reports: the standard's keys with wanmpi's values (the user's
+// value where one was set; wanmpi honours them all by being correct for the general case).
+const core::InfoPairs& default_hints() {
+    static const core::InfoPairs d = {
+        {"no_locks", "false"},
+        {"accumulate_ordering", "rar,raw,war,waw"},
+        {"accumulate_ops", "same_op_no_op"},
+        {"same_size", "false"},
+        {"same_disp_unit", "false"},
+        {"alloc_shared_noncontig", "false"},
+    };
+    return d;
+}
+
+void merge_info(Window* w, MPI_Info info) {
+    core::InfoPairs p;
+    core::info_contents(info, &p);
+    for (auto& kv : p) {
+        bool found = false;
+        for (auto& have : w->info)
+            if (have.first == kv.first) {
+                have.second = kv.second;
+                found = true;
+            }
+        if (!found) w->info.push_back(kv);
+    }
+}
+
+int shared_segment(Window* w) {
+    for (int i = 1; i < w->nranks; ++i)
+        if (core::host_of(w->comm->world[size_t(i)]) != core::host_of(w->comm->world[0]))
+            return core::make_error(MPI_ERR_RMA_SHARED,
+                                    "MPI_Win_allocate_shared: the communicator spans several "
+                                    "hosts (use MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)");
+    int64_t total = 0;
+    std::vector<int64_t> off(size_t(w->nranks));
+    for (int i = 0; i < w->nranks; ++i) {
+        off[size_t(i)] = total;
+        total += w->sizes[size_t(i)];
+    }
+    static unsigned counter = 0;
+    char name[64] = {};
+    int fd = -1;
+    w->seg_len = size_t(std::max<int64_t>(total, 1));
+    if (w->rank == 0) {
+        std::snprintf(name, sizeof name, "/wanmpi-win-%d-%u", int(getpid()), counter++);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 || ftruncate(fd, off_t(w->seg_len)) != 0) {
+            WANMPI_LOG(error, "rma: shm_open/ftruncate %s (%zu bytes): %s", name, w->seg_len,
+                       base::errno_text(errno).c_str());
+            if (fd >= 0) {
+                close(fd);
+                shm_unlink(name);
+            }
+            fd = -1;
+            name[0] = 0;
+        }
+    }
+    int rc = coll::bcast(name, sizeof name, MPI_CHAR, 0, w->icomm, nullptr, coll::Call::blocking);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!name[0])
+        return core::make_error(MPI_ERR_NO_MEM, "MPI_Win_allocate_shared: rank 0 could not "
+                                                "create a shared segment of %zu bytes", w->seg_len);
+    if (w->rank != 0) fd = shm_open(name, O_RDWR, 0600);
+    void* p = MAP_FAILED;
+    if (fd >= 0) {
+        p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+    }
+    int ok = p != MAP_FAILED, all_ok = 0;
+    rc = coll::reduction(coll::Kind::allreduce, &ok, &all_ok, 1, nullptr, MPI_INT, MPI_MIN, 0,
+                         w->icomm, nullptr, coll::Call::blocking);
+    if (w->rank == 0) shm_unlink(name);
+    if (rc != MPI_SUCCESS || !all_ok) {
+        if (p != MAP_FAILED) munmap(p, w->seg_len);
+        return rc != MPI_SUCCESS ? rc
+                                 : core::make_error(MPI_ERR_NO_MEM, "MPI_Win_allocate_shared: "
+                                                                    "mapping %s failed on a rank",
+                                                    name);
+    }
+    w->seg = static_cast<char*>(p);
+    w->shm_base.resize(size_t(w->nranks));
+    for (int i = 0; i < w->nranks; ++i) w->shm_base[size_t(i)] = w->seg + off[size_t(i)];
+    w->base = w->shm_base[size_t(w->rank)];
+    return MPI_SUCCESS;
+}
+
+void destroy(Window* w) {
+    if (w->seg) munmap(w->seg, w->seg_len);
+    std::free(w->owned);
+    if (w->icomm != MPI_COMM_NULL) impl::Comm_free(&w->icomm);
+    delete w;
+}
+
+// Everything the window-creating calls share. `base` for create, `baseptr` (void**) for the
+// allocating flavors.
+int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor, void* base,
+           void* baseptr, MPI_Win* win) {
+    WANMPI_GET_COMM(c, comm);
+    if (!win) return core::raise(c, core::make_error(MPI_ERR_ARG, "win is NULL"));
+    *win = MPI_WIN_NULL;
+    if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_DYNAMIC && !baseptr)
+        return core::raise(c, core::make_error(MPI_ERR_ARG, "baseptr is NULL"));
+    if (c->inter)
+        return core::raise(c, core::make_error(MPI_ERR_COMM, "windows need an "
+                                                             "intracommunicator"));
+    if (size < 0)
+        return core::raise(c, core::make_error(MPI_ERR_SIZE, "negative window size %lld",
+                                                (long long)size));
+    if (unit <= 0)
+        return core::raise(c, core::make_error(MPI_ERR_DISP, "displacement unit %lld is not "
+                                                             "positive", (long long)unit));
+    if (info != MPI_INFO_NULL && !core::info_valid(info))
+        return core::raise(c, core::make_error(MPI_ERR_INFO, "invalid info 0x%x",
+                                                unsigned(info)));
+    auto* w = new Window;
+    w->flavor = flavor;
+    w->rank = c->rank;
+    w->nranks = c->size;
+    int rc = impl::Comm_split(comm, 0, c->rank, &w->icomm);
+    if (rc != MPI_SUCCESS) {
+        delete w;
+        return rc;  // raised by MPI_Comm_split on `comm`
+    }
+    w->comm = core::comm_lookup(w->icomm);
+    w->comm->errhandler = MPI_ERRORS_RETURN;
+    w->comm->name = "window";
+    int64_t mine[2] = {flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : size, unit};
+    std::vector<int64_t> all(size_t(2 * w->nranks));
+    rc = coll::allgather(coll::Kind::allgather, mine, 2, MPI_INT64_T, all.data(), 2, nullptr,
+                         nullptr, MPI_INT64_T, w->icomm, nullptr, coll::Call::blocking);
+    if (rc != MPI_SUCCESS) {
+        destroy(w);
+        return core::raise(c, rc);
+    }
+    w->sizes.resize(size_t(w->nranks));
+    w->units.resize(size_t(w->nranks));
+    for (int i = 0; i < w->nranks; ++i) {
+        w->sizes[size_t(i)] = all[size_t(2 * i)];
+        w->units[size_t(i)] = all[size_t(2 * i + 1)];
+    }
+    w->size = mine[0];
+    w->disp_unit = unit;
+    switch (flavor) {
+    case MPI_WIN_FLAVOR_CREATE:
+        w->base = static_cast<char*>(base);
+        break;
+    case MPI_WIN_FLAVOR_ALLOCATE:
+        // 64-byte aligned (cache line; any MPI datatype); never null, even for size 0.
+        w->owned = static_cast<char*>(std::aligned_alloc(64, size_t((size + 63) / 64 * 64 + 64)));
+        if (!w->owned) {
+            destroy(w);
+            return core::raise(c, core::make_error(MPI_ERR_NO_MEM, "cannot allocate %lld bytes "
+                                                                   "for the window",
+                                                   (long long)size));
+        }
+        w->base = w->owned;
+        break;
+    case MPI_WIN_FLAVOR_SHARED:
+        if ((rc = shared_segment(w)) != MPI_SUCCESS) {
+            destroy(w);
+            return core::raise(c, rc);
+        }
+        break;
+    default:
+        w->base = nullptr;  // MPI_BOTTOM: displacements are addresses
+    }
+    if (baseptr) *static_cast<void**>(baseptr) = w->base;
+    w->attr_base = w->base;
+    w->attr_size = MPI_Aint(w->size);
+    w->attr_unit = int(unit);
+    w->locked.assign(size_t(w->nranks), 0);
+    w->nocheck.assign(size_t(w->nranks), 0);
+    w->dirty.assign(size_t(w->nranks), 0);
+    w->info = default_hints();
+    merge_info(w, info);
+    w->handle = win_register(w);
+    target_start(w);
+    *win = w->handle;
+    return MPI_SUCCESS;
+}
+
+}  // namespace
+
+Window* win_lookup(MPI_Win h) {
+    uint32_t u = uint32_t(h);
+    if ((u & 0xf0000000u) != kWinBase || (u & 0x0fffffffu) == 0) return nullptr;
+    size_t i = (u & 0x0fffffffu) - 1;
+    auto& t = table();
+    return i < t.size() ? t[i] : nullptr;
+}
+
+int raise(Window* w, int code) {
+    if (!w) return core::raise(nullptr, code);
+    return core::raise_win(w->handle, w->errhandler, code);
+}
+
+}  // namespace wanmpi::rma
+
+// ---- C entry points -----------------------------------------------------------------------------
+namespace wanmpi::impl {
+using namespace wanmpi::core;
+using rma::Window;
+
+#define WIN_GET(w, h)                                                                        \
+    Window* w = rma::win_lookup(h);                                                          \
+    if (!w)                                                                                  \
+    return core::raise(nullptr, make_error(MPI_ERR_WIN, "invalid window 0x%x%s", unsigned(h), \
+                                           h == MPI_WIN_NULL ? " (MPI_WIN_NULL)" : ""))
+
+int Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+               MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_CREATE, base, nullptr, win);
+}
+int Win_create_c(void* base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                 MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_CREATE, base, nullptr, win);
+}
+int Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr,
+                 MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_ALLOCATE, nullptr, baseptr,
+                       win);
+}
+int Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr,
+                   MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_ALLOCATE, nullptr, baseptr,
+                       win);
+}
+int Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr,
+                        MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_SHARED, nullptr, baseptr, win);
+}
+int Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                          void* baseptr, MPI_Win* win) {
+    return rma::create(comm, size, disp_unit, info, MPI_WIN_FLAVOR_SHARED, nullptr, baseptr, win);
+}
+int Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win* win) {
+    return rma::create(comm, 0, 1, info, MPI_WIN_FLAVOR_DYNAMIC, nullptr, nullptr, win);
+}
+
+static int shared_query(MPI_Win win, int rank, MPI_Aint* size, int64_t* unit, void* baseptr) {
+    WIN_GET(w, win);
+    if (w->flavor != MPI_WIN_FLAVOR_SHARED)
+        return rma::raise(w, make_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window "
+                                                            "from MPI_Win_allocate_shared"));
+    if (!size || !unit || !baseptr) return rma::raise(w, make_error(MPI_ERR_ARG, "NULL argument"));
+    if (rank == MPI_PROC_NULL) {  // the first rank with a non-empty part (MPI 3.1 §11.2.3)
+        rank = 0;
+        for (int i = 0; i < w->nranks; ++i)
+            if (w->sizes[size_t(i)] > 0) {
+                rank = i;
+                break;
+            }
+    } else if (rank < 0 || rank >= w->nranks) {
+        return rma::raise(w, make_error(MPI_ERR_RANK, "invalid rank %d: the window has %d ranks",
+                                        rank, w->nranks));
+    }
+    *size = MPI_Aint(w->sizes[size_t(rank)]);
+    *unit = w->units[size_t(rank)];
+    *static_cast<void**>(baseptr) = w->shm_base[size_t(rank)];
+    return MPI_SUCCESS;
+}
+int Win_shared_query(MPI_Win win, int rank, MPI_Aint* size, int* disp_unit, void* baseptr) {
+    int64_t u = 0;
+    int rc = shared_query(win, rank, size, &u, baseptr);
+    if (rc == MPI_SUCCESS && disp_unit) *disp_unit = int(u);
+    return rc;
+}
+int Win_shared_query_c(MPI_Win win, int rank, MPI_Aint* size, MPI_Aint* disp_unit, void* baseptr) {
+    int64_t u = 0;
+    int rc = shared_query(win, rank, size, &u, baseptr);
+    if (rc == MPI_SUCCESS && disp_unit) *disp_unit = MPI_Aint(u);
+    return rc;
+}
+
+int Win_attach(MPI_Win win, void* base, MPI_Aint size) {
+    WIN_GET(w, win);
+    if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        return rma::raise(w, make_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_attach needs a window from "
+                                                            "MPI_Win_create_dynamic"));
+    if (size < 0) return rma::raise(w, make_error(MPI_ERR_SIZE, "negative size"));
+    uintptr_t b = uintptr_t(base);
+    for (const rma::Region& r : w->regions)
+        if (b < r.base + uintptr_t(r.size) && r.base < b + uintptr_t(size))
+            return rma::raise(w, make_error(MPI_ERR_RMA_ATTACH, "memory at %p overlaps memory "
+                                                                "already attached", base));
+    w->regions.push_back(rma::Region{b, int64_t(size)});
+    return MPI_SUCCESS;
+}
+int Win_detach(MPI_Win win, const void* base) {
+    WIN_GET(w, win);
+    if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        return rma::raise(w, make_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_detach needs a window from "
+                                                            "MPI_Win_create_dynamic"));
+    for (size_t i = 0; i < w->regions.size(); ++i)
+        if (w->regions[i].base == uintptr_t(base)) {
+            w->regions.erase(w->regions.begin() + long(i));
+            return MPI_SUCCESS;
+        }
+    return rma::raise(w, make_error(MPI_ERR_RMA_ATTACH, "no memory attached at %p", base));
+}
+
+int Win_free(MPI_Win* win) {
+    if (!win) return core::raise(nullptr, make_error(MPI_ERR_ARG, "win is NULL"));
+    WIN_GET(w, *win);
+    bool locked = w->lock_all;
+    for (uint8_t l : w->locked) locked = locked || l;
+    if (locked || w->in_start || w->in_post)
+        return rma::raise(w, make_error(MPI_ERR_RMA_SYNC, "MPI_Win_free with an epoch still "
+                                                          "open (unlock / complete / wait first)"));
+    int rc = rma::wait_target(w, -1);
+    // Every rank's operations on this window are complete once all have reached the barrier
+    // (their epochs are closed), so after it nothing more arrives.
+    int rc2 = coll::barrier(w->icomm, nullptr, coll::Call::blocking);
+    int rc3 = attr_win_delete_all(w->handle);
+    rma::target_stop(w);
+    rma::table()[(uint32_t(w->handle) & 0x0fffffffu) - 1] = nullptr;
+    rma::destroy(w);
+    *win = MPI_WIN_NULL;
+    if (rc == MPI_SUCCESS) rc = rc2;
+    if (rc == MPI_SUCCESS) rc = rc3;
+    return rc == MPI_SUCCESS ? rc : core::raise(nullptr, rc);
+}
+
+int Win_get_group(MPI_Win win, MPI_Group* group) {
+    WIN_GET(w, win);
+    if (!group) return rma::raise(w, make_error(MPI_ERR_ARG, "group is NULL"));
+    *group = group_make(w->comm->world);
+    return MPI_SUCCESS;
+}
+int Win_set_info(MPI_Win win, MPI_Info info) {
+    WIN_GET(w, win);
+    if (info != MPI_INFO_NULL && !info_valid(info))
+        return rma::raise(w, make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
+    rma::merge_info(w, info);
+    return MPI_SUCCESS;
+}
+int Win_get_info(MPI_Win win, MPI_Info* info_used) {
+    WIN_GET(w, win);
+    if (!info_used) return rma::raise(w, make_error(MPI_ERR_ARG, "info_used is NULL"));
+    *info_used = info_create(w->info);
+    return MPI_SUCCESS;
+}
+int Win_set_name(MPI_Win win, const char* win_name) {
+    WIN_GET(w, win);
+    if (!win_name) return rma::raise(w, make_error(MPI_ERR_ARG, "win_name is NULL"));
+    w->name.assign(win_name, strnlen(win_name, MPI_MAX_OBJECT_NAME - 1));
+    return MPI_SUCCESS;
+}
+int Win_get_name(MPI_Win win, char* win_name, int* resultlen) {
+    WIN_GET(w, win);
+    if (!win_name || !resultlen) return rma::raise(w, make_error(MPI_ERR_ARG, "NULL argument"));
+    std::memcpy(win_name, w->name.c_str(), w->name.size() + 1);
+    *resultlen = int(w->name.size());
+    return MPI_SUCCESS;
+}
+
+int Win_set_attr(MPI_Win win, int keyval, void* value) {
+    WIN_GET(w, win);
+    return rma::raise(w, attr_set(AttrKind::win, win, keyval, value));
+}
+int Win_get_attr(MPI_Win win, int keyval, void* value, int* flag) {
+    WIN_GET(w, win);
+    if (!value || !flag) return rma::raise(w, make_error(MPI_ERR_ARG, "NULL argument"));
+    void** out = static_cast<void**>(value);
+    *flag = 1;
+    switch (keyval) {
+    case MPI_WIN_BASE: *out = w->attr_base; return MPI_SUCCESS;
+    case MPI_WIN_SIZE: *out = &w->attr_size; return MPI_SUCCESS;
+    case MPI_WIN_DISP_UNIT: *out = &w->attr_unit; return MPI_SUCCESS;
+    case MPI_WIN_CREATE_FLAVOR: *out = &w->flavor; return MPI_SUCCESS;
+    case MPI_WIN_MODEL: *out = &w->model; return MPI_SUCCESS;
+    default: break;
+    }
+    return rma::raise(w, attr_get(AttrKind::win, win, keyval, value, flag));
+}
+int Win_delete_attr(MPI_Win win, int keyval) {
+    WIN_GET(w, win);
+    return rma::raise(w, attr_delete(AttrKind::win, win, keyval));
+}
+
+int Win_create_errhandler(MPI_Win_errhandler_function* fn, MPI_Errhandler* errhandler) {
+    if (!fn) return core::raise(nullptr, make_error(MPI_ERR_ARG, "error handler function is NULL"));
+    if (!errhandler) return core::raise(nullptr, make_error(MPI_ERR_ARG, "errhandler is NULL"));
+    *errhandler = errhandler_create(EhKind::win, reinterpret_cast<void (*)()>(fn));
+    return MPI_SUCCESS;
+}
+int Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) {
+    WIN_GET(w, win);
+    if (!errhandler_fits(errhandler, EhKind::win))
+        return rma::raise(w, make_error(MPI_ERR_ARG, "error handler 0x%x is not a window "
+                                                     "handler", unsigned(errhandler)));
+    errhandler_retain(errhandler);
+    errhandler_release(w->errhandler);
+    w->errhandler = errhandler;
+    return MPI_SUCCESS;
+}
+int Win_get_errhandler(MPI_Win win, MPI_Errhandler* errhandler) {
+    WIN_GET(w, win);
+    if (!errhandler) return rma::raise(w, make_error(MPI_ERR_ARG, "errhandler is NULL"));
+    errhandler_retain(w->errhandler);
+    *errhandler = w->errhandler;
+    return MPI_SUCCESS;
+}
+int Win_call_errhandler(MPI_Win win, int errorcode) {
+    WIN_GET(w, win);
+    rma::raise(w, errorcode);
+    return MPI_SUCCESS;
+}
+
+MPI_Fint Win_c2f(MPI_Win win) { return MPI_Fint(win); }
+MPI_Win Win_f2c(MPI_Fint win) { return MPI_Win(win); }
+
+}  // namespace wanmpi::impl
