@@ -125,6 +125,7 @@ struct Window {
     core::InfoPairs info;
 
     // target side
+    bool busy = false;  // progress_window is running (see there)
     core::Request* hdr_req = nullptr;
     std::unique_ptr<char[]> hdr_buf;
     std::vector<std::deque<TargetOp>> fifo;  // per origin, in arrival order

@@ -327,12 +327,7 @@ void on_header(Window* w, int origin, const char* msg, int64_t len) {
             t.data_req = post_data(w, origin, t.data.get(), t.h.bytes);
         }
     }
-    auto& q = w->fifo[size_t(origin)];
-    if (q.empty() && ready(t)) {
-        apply(w, origin, t);
-        return;
-    }
-    q.push_back(std::move(t));
+    w->fifo[size_t(origin)].push_back(std::move(t));
     drain(w, origin);
 }
 
@@ -344,6 +339,10 @@ char* target_addr(Window* w, int64_t disp) {
 }
 
 int progress_window(Window* w) {
+    // Not re-entered: sending a reply may poll the engine, which runs this hook again; the
+    // outer pass would then find its FIFO changed under it.
+    if (w->busy) return 0;
+    w->busy = true;
     int n = 0;
     while (w->hdr_req && w->hdr_req->complete) {
         core::Request* r = w->hdr_req;
@@ -386,6 +385,7 @@ int progress_window(Window* w) {
         }
     }
     reap(w);
+    w->busy = false;
     return n;
 }
 

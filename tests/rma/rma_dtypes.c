@@ -42,6 +42,10 @@ int main(int argc, char **argv) {
         CHECK(ok && mem[1] == -1, "put vector->indexed wrong (mem[0]=%g mem[10]=%g mem[1]=%g)",
               mem[0], mem[10], mem[1]);
     }
+    /* The next epoch's operations may reach this rank's memory as soon as the others leave the
+     * fence: local checks must be done before they start (a barrier), as MPI's rules on
+     * conflicting accesses demand. */
+    MPI_Barrier(MPI_COMM_WORLD);
     /* Get idx -> vec */
     for (int i = 0; i < 16; ++i) r[i] = -7;
     MPI_Get(r, 1, vec, t, rt_disp(&w, t, 0, 8), 1, idx, w.win);
@@ -55,6 +59,7 @@ int main(int argc, char **argv) {
     MPI_Win_fence(0, w.win);
     CHECK(mem[0] == 2 * (src * 100), "acc mem[0] = %g", mem[0]);
     CHECK(mem[21] == 2 * (src * 100 + 8), "acc mem[21] = %g", mem[21]);
+    MPI_Barrier(MPI_COMM_WORLD);
     /* Get_accumulate (MPI_REPLACE): old values come back strided */
     for (int i = 0; i < 16; ++i) r[i] = -7;
     MPI_Get_accumulate(o, 1, vec, r, 1, vec, t, rt_disp(&w, t, 0, 8), 1, idx, MPI_REPLACE, w.win);

@@ -45,24 +45,25 @@ int main(int argc, char **argv) {
         }
     }
     MPI_Barrier(node);
-    /* store into the right neighbour's part directly, then read it back with MPI_Get */
+    /* store into the next non-empty part directly (each rank its own slot), then read it
+     * back with MPI_Get */
     int right = (nr + 1) % ns;
-    if (right == 1) right = (right + 1) % ns;
+    if (right == 1 && ns > 1) right = (right + 1) % ns;
     if (right != nr && ns > 1) {
         MPI_Aint sz;
         int du;
         int *p;
         MPI_Win_shared_query(win, right, &sz, &du, &p);
-        p[50] = -nr;
+        p[50 + nr] = -nr - 1;
     }
     MPI_Win_sync(win);
     MPI_Barrier(node);
     MPI_Win_sync(win);
     if (right != nr && ns > 1) {
         int v = 0;
-        MPI_Get(&v, 1, MPI_INT, right, 50, 1, MPI_INT, win);
+        MPI_Get(&v, 1, MPI_INT, right, 50 + nr, 1, MPI_INT, win);
         MPI_Win_flush(right, win);
-        CHECK(v == -nr, "get after store: %d, want %d", v, -nr);
+        CHECK(v == -nr - 1, "get after store: %d, want %d", v, -nr - 1);
     }
     MPI_Aint sz;
     int du;
