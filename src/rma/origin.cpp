@@ -3,6 +3,7 @@
 // that track it until it is complete locally (flush_local) or remotely (flush: a FLUSH message
 // that the target answers once everything before it from this origin is applied).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "base/codec.hpp"
@@ -147,10 +148,22 @@ int flush_many(Window* w, const std::vector<int>& targets) {
         core::request_release(r);
     }
     int e2 = wait_target(w, targets.size() == 1 ? targets[0] : -1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct (shared-memory) operations
     return err != MPI_SUCCESS ? err : e2;
 }
 
-int flush(Window* w, int target) { return flush_many(w, std::vector<int>{target}); }
+int flush(Window* w, int target) {
+    if (!w->dirty[size_t(target)]) {  // nothing sent since the last flush (direct operations)
+        // Still make progress now and then: this rank may be the target of others' operations
+        // while it loops on direct puts and flushes.
+        static unsigned calls = 0;
+        if (++calls % 32 == 0) core::poll();
+        int err = wait_target(w, target);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        return err;
+    }
+    return flush_many(w, std::vector<int>{target});
+}
 
 // ---- operations --------------------------------------------------------------------------------
 namespace {
@@ -172,6 +185,68 @@ bool collect_run(void* ctx, int64_t off, int64_t n, int basic) {
     }
     v->push_back(Run{off, n, h});
     return true;
+}
+
+// A target on this host whose part of the window is in our mapping of the segment: the
+// operation is done here with loads and stores, complete at once, locally and remotely (the
+// memory is the target's; flush and the epoch-closing calls add the memory barrier).
+// Accumulate-class operations take the segment's lock (rma.hpp), like the target does.
+void direct(const OpArgs& a, const core::Datatype* odt, const core::Datatype* rdt, char* taddr,
+            const std::vector<Run>& runs, int64_t tbytes) {
+    char small[256];
+    std::unique_ptr<char[]> big;
+    char* tmp = small;
+    if (2 * tbytes > int64_t(sizeof small)) {
+        big.reset(new char[size_t(2 * tbytes)]);
+        tmp = big.get();
+    }
+    const bool dense = runs.size() == 1 && core::datatype_lookup(runs[0].basic) &&
+                       core::datatype_lookup(runs[0].basic)->contig;
+    switch (a.type) {
+    case Msg::put:
+        if (dense && odt->contig) {
+            std::memcpy(taddr + runs[0].off, a.obuf, size_t(tbytes));
+        } else {
+            core::pack(*odt, a.obuf, a.ocount, tmp);
+            scatter(taddr, runs, tmp);
+        }
+        break;
+    case Msg::get:
+        if (dense && odt->contig) {
+            std::memcpy(a.obuf, taddr + runs[0].off, size_t(tbytes));
+        } else {
+            gather(taddr, runs, tmp);
+            core::unpack(*odt, tmp, tbytes, a.obuf);
+        }
+        break;
+    case Msg::acc:
+        core::pack(*odt, a.obuf, a.ocount, tmp);
+        seg_lock(a.w);
+        accumulate(taddr, runs, tmp, a.op);
+        seg_unlock(a.w);
+        break;
+    case Msg::get_acc:
+        if (a.op != MPI_NO_OP) core::pack(*odt, a.obuf, a.ocount, tmp + tbytes);
+        seg_lock(a.w);
+        gather(taddr, runs, tmp);
+        if (a.op != MPI_NO_OP) accumulate(taddr, runs, tmp + tbytes, a.op);
+        seg_unlock(a.w);
+        core::unpack(*rdt, tmp, tbytes, a.rbuf);
+        break;
+    case Msg::cas: {
+        char cmp[64];
+        core::pack(*odt, a.cbuf, 1, cmp);
+        core::pack(*odt, a.obuf, 1, tmp + tbytes);
+        seg_lock(a.w);
+        gather(taddr, runs, tmp);
+        if (std::memcmp(tmp, cmp, size_t(tbytes)) == 0) scatter(taddr, runs, tmp + tbytes);
+        seg_unlock(a.w);
+        core::unpack(*rdt, tmp, tbytes, a.rbuf);
+        break;
+    }
+    default:
+        break;
+    }
 }
 
 int type_check(MPI_Datatype h, const core::Datatype** out) {
@@ -263,6 +338,19 @@ int win_op(const OpArgs& a) {
     } else {
         core::datatype_walk(*tdt, 0, a.tcount, collect_run, &runs);
         h.count = int64_t(runs.size());
+    }
+    if (!w->shm_base.empty() && w->shm_base[size_t(a.target)]) {
+        // The one-run vector is kept across calls: no allocation on the latency path.
+        static std::vector<Run> one(1);
+        const std::vector<Run>* rp = &runs;
+        if (h.basic != 0) {
+            one[0] = Run{0, a.tcount, h.basic};
+            rp = &one;
+        }
+        direct(a, odt, rdt, w->shm_base[size_t(a.target)] + a.disp * w->units[size_t(a.target)],
+               *rp, tbytes);
+        if (a.req) *a.req = completed_request(w);
+        return MPI_SUCCESS;
     }
     const int64_t pbytes = a.type == Msg::cas ? 2 * tbytes : sends ? tbytes : 0;
     h.bytes = a.type == Msg::get ? tbytes : pbytes;

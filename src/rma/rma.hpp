@@ -114,11 +114,12 @@ struct Window {
     void* attr_base = nullptr;
     MPI_Aint attr_size = 0;
     int attr_unit = 1;
-    // MPI_Win_allocate memory / MPI_Win_allocate_shared segment
-    char* owned = nullptr;
+    // MPI_Win_allocate / MPI_Win_allocate_shared: this host's segment (kSegHeader bytes of
+    // header, then the parts); shm_base[r] is rank r's part in this process's mapping, nullptr
+    // for ranks on other hosts (and for every rank of other flavors: no direct access).
     char* seg = nullptr;
     size_t seg_len = 0;
-    std::vector<char*> shm_base;  // rank -> its part in this process's mapping
+    std::vector<char*> shm_base;
     std::vector<Region> regions;
     MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
     std::string name;
@@ -164,6 +165,19 @@ struct Window {
 Window* win_lookup(MPI_Win h);
 // Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
 int raise(Window* w, int code);
+
+// The segment header: an accumulate lock word (std::atomic<uint32_t> at offset 0). Every
+// accumulate-class operation on a window with a segment (applied by the target for remote
+// origins, or directly by an origin on the same host) runs under it, so they stay atomic with
+// respect to each other whichever process applies them.
+constexpr int64_t kSegHeader = 64;
+void seg_lock(Window* w);
+void seg_unlock(Window* w);
+
+// Window memory at `addr` laid out by `runs` <-> packed bytes; accumulate applies `op`.
+void gather(char* addr, const std::vector<Run>& runs, char* out);
+void scatter(char* addr, const std::vector<Run>& runs, const char* in);
+void accumulate(char* addr, const std::vector<Run>& runs, const char* in, MPI_Op op);
 
 // ---- target side (target.cpp) -------------------------------------------------------------------
 void target_start(Window* w);   // posts the header receive, installs the progress hook

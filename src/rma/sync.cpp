@@ -146,6 +146,7 @@ int win_complete(Window* w) {
     if (!w->in_start)
         return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_complete without MPI_Win_start");
     int err = MPI_SUCCESS;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before COMPLETE
     for (int t : w->start_group) {
         in_start_group(w, t);  // consumes its POST if no operation did
         Hdr h;
@@ -213,6 +214,7 @@ static int unlock_targets(Window* w, const std::vector<int>& targets, bool excl,
     }
     std::vector<core::Request*> acks;
     int err = MPI_SUCCESS;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before UNLOCK
     for (int t : targets) {
         Hdr h;
         h.type = Msg::unlock;

@@ -9,6 +9,8 @@
 // a window are applied by the target process itself, one at a time under the API lock, so every
 // accumulate is atomic with respect to every other accumulate, whatever its op or datatype
 // (stronger than "same op, same basic datatype" that MPI requires).
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -100,6 +102,8 @@ const std::vector<Run>& runs_of(TargetOp& t) {
     return t.runs;
 }
 
+}  // namespace
+
 // Copies between window memory at `addr` laid out by the runs and packed bytes.
 void gather(char* addr, const std::vector<Run>& runs, char* out) {
     for (const Run& r : runs) {
@@ -136,6 +140,19 @@ void accumulate(char* addr, const std::vector<Run>& runs, const char* in, MPI_Op
         in += r.count * b->size;
     }
 }
+
+void seg_lock(Window* w) {
+    if (!w->seg) return;
+    auto* l = reinterpret_cast<std::atomic<uint32_t>*>(w->seg);
+    for (int spins = 0; l->exchange(1, std::memory_order_acquire) != 0;)
+        while (l->load(std::memory_order_relaxed) != 0)
+            if (++spins > 64) sched_yield();  // the holder may be descheduled (2 cores, 8 ranks)
+}
+void seg_unlock(Window* w) {
+    if (w->seg) reinterpret_cast<std::atomic<uint32_t>*>(w->seg)->store(0, std::memory_order_release);
+}
+
+namespace {
 
 // Whether [addr + runs) lies inside an attached region (dynamic windows).
 bool attached(const Window* w, const char* addr, const std::vector<Run>& runs) {
@@ -226,12 +243,16 @@ void apply(Window* w, int origin, TargetOp& t) {
         break;
     }
     case Msg::acc:
+        seg_lock(w);
         accumulate(addr, runs, payload, h.op);
+        seg_unlock(w);
         break;
     case Msg::get_acc: {
         std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(h.rbytes, 1))]);
+        seg_lock(w);
         gather(addr, runs, buf.get());
         if (h.op != MPI_NO_OP) accumulate(addr, runs, payload, h.op);
+        seg_unlock(w);
         send_reply(w, origin, h.reply_tag, std::move(buf), h.rbytes);
         break;
     }
@@ -239,8 +260,10 @@ void apply(Window* w, int origin, TargetOp& t) {
         // payload: the new value, then the compare value; one element of runs[0].basic.
         int64_t n = h.rbytes;
         std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(n, 1))]);
+        seg_lock(w);
         gather(addr, runs, buf.get());
         if (std::memcmp(buf.get(), payload + n, size_t(n)) == 0) scatter(addr, runs, payload);
+        seg_unlock(w);
         send_reply(w, origin, h.reply_tag, std::move(buf), n);
         break;
     }

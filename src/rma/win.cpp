@@ -4,10 +4,11 @@
 // A window owns a private communicator (MPI_Comm_split of the user's, which copies no
 // attributes, unlike a dup): its p2p context carries the RMA messages and its collectives the
 // creation exchange, fences and MPI_Win_free's barrier, so nothing the user sends can match
-// them. MPI_Win_allocate_shared maps one POSIX shared-memory segment per window on every rank
-// (all ranks must be on one host): rank 0 creates it, the others open it by name, and rank 0
-// unlinks the name once all have mapped it, so nothing is left in /dev/shm even if the job dies
-// later. Parts are contiguous in rank order (alloc_shared_noncontig is accepted and ignored).
+// them. MPI_Win_allocate and MPI_Win_allocate_shared map one POSIX shared-memory segment per
+// host (allocate_shared: all ranks must be on one host): the host's first rank creates it, the
+// others open it by name, and the creator unlinks the name once all have mapped it, so nothing
+// is left in /dev/shm even if the job dies later. allocate_shared parts are contiguous in rank
+// order (alloc_shared_noncontig is accepted and ignored).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -77,23 +78,36 @@ void merge_info(Window* w, MPI_Info info) {
     }
 }
 
-int shared_segment(Window* w) {
-    for (int i = 1; i < w->nranks; ++i)
-        if (core::host_of(w->comm->world[size_t(i)]) != core::host_of(w->comm->world[0]))
-            return core::make_error(MPI_ERR_RMA_SHARED,
-                                    "MPI_Win_allocate_shared: the communicator spans several "
-                                    "hosts (use MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)");
-    int64_t total = 0;
-    std::vector<int64_t> off(size_t(w->nranks));
-    for (int i = 0; i < w->nranks; ++i) {
-        off[size_t(i)] = total;
-        total += w->sizes[size_t(i)];
+// Maps one shared segment per host for the window's ranks on this host: rank 0 of the host
+// creates it, the others open it by name, the creator unlinks the name once all have mapped it.
+// Layout: a 64-byte header (the accumulate lock, rma.hpp) then the parts in window-rank order,
+// contiguous for MPI_Win_allocate_shared (the standard's default), 64-byte aligned otherwise.
+int shared_segment(Window* w, bool contiguous) {
+    const int me = core::host_of(w->comm->world[size_t(w->rank)]);
+    std::vector<int> local;
+    for (int i = 0; i < w->nranks; ++i)
+        if (core::host_of(w->comm->world[size_t(i)]) == me) local.push_back(i);
+    if (w->flavor == MPI_WIN_FLAVOR_SHARED && int(local.size()) != w->nranks)
+        return core::make_error(MPI_ERR_RMA_SHARED,
+                                "MPI_Win_allocate_shared: the communicator spans several "
+                                "hosts (use MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)");
+    MPI_Comm node = MPI_COMM_NULL;
+    int rc = impl::Comm_split(w->icomm, me, w->rank, &node);
+    if (rc != MPI_SUCCESS) return rc;
+    core::comm_lookup(node)->errhandler = MPI_ERRORS_RETURN;
+    int64_t total = kSegHeader;
+    std::vector<int64_t> off(local.size());
+    for (size_t k = 0; k < local.size(); ++k) {
+        if (!contiguous) total = (total + 63) / 64 * 64;
+        off[k] = total;
+        total += w->sizes[size_t(local[k])];
     }
     static unsigned counter = 0;
     char name[64] = {};
     int fd = -1;
-    w->seg_len = size_t(std::max<int64_t>(total, 1));
-    if (w->rank == 0) {
+    w->seg_len = size_t(total);
+    const bool root = local[0] == w->rank;
+    if (root) {
         std::snprintf(name, sizeof name, "/wanmpi-win-%d-%u", int(getpid()), counter++);
         fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
         if (fd < 0 || ftruncate(fd, off_t(w->seg_len)) != 0) {
@@ -107,38 +121,37 @@ int shared_segment(Window* w) {
             name[0] = 0;
         }
     }
-    int rc = coll::bcast(name, sizeof name, MPI_CHAR, 0, w->icomm, nullptr, coll::Call::blocking);
-    if (rc != MPI_SUCCESS) return rc;
-    if (!name[0])
-        return core::make_error(MPI_ERR_NO_MEM, "MPI_Win_allocate_shared: rank 0 could not "
-                                                "create a shared segment of %zu bytes", w->seg_len);
-    if (w->rank != 0) fd = shm_open(name, O_RDWR, 0600);
+    rc = coll::bcast(name, sizeof name, MPI_CHAR, 0, node, nullptr, coll::Call::blocking);
     void* p = MAP_FAILED;
-    if (fd >= 0) {
-        p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
+    if (rc == MPI_SUCCESS && name[0]) {
+        if (!root) fd = shm_open(name, O_RDWR, 0600);
+        if (fd >= 0) {
+            p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+        }
     }
     int ok = p != MAP_FAILED, all_ok = 0;
-    rc = coll::reduction(coll::Kind::allreduce, &ok, &all_ok, 1, nullptr, MPI_INT, MPI_MIN, 0,
-                         w->icomm, nullptr, coll::Call::blocking);
-    if (w->rank == 0) shm_unlink(name);
+    if (rc == MPI_SUCCESS)
+        rc = coll::reduction(coll::Kind::allreduce, &ok, &all_ok, 1, nullptr, MPI_INT, MPI_MIN, 0,
+                             node, nullptr, coll::Call::blocking);
+    if (root && name[0]) shm_unlink(name);
+    impl::Comm_free(&node);
     if (rc != MPI_SUCCESS || !all_ok) {
         if (p != MAP_FAILED) munmap(p, w->seg_len);
         return rc != MPI_SUCCESS ? rc
-                                 : core::make_error(MPI_ERR_NO_MEM, "MPI_Win_allocate_shared: "
-                                                                    "mapping %s failed on a rank",
-                                                    name);
+                                 : core::make_error(MPI_ERR_NO_MEM, "cannot map a shared window "
+                                                                    "segment of %zu bytes",
+                                                    w->seg_len);
     }
     w->seg = static_cast<char*>(p);
-    w->shm_base.resize(size_t(w->nranks));
-    for (int i = 0; i < w->nranks; ++i) w->shm_base[size_t(i)] = w->seg + off[size_t(i)];
+    w->shm_base.assign(size_t(w->nranks), nullptr);
+    for (size_t k = 0; k < local.size(); ++k) w->shm_base[size_t(local[k])] = w->seg + off[k];
     w->base = w->shm_base[size_t(w->rank)];
     return MPI_SUCCESS;
 }
 
 void destroy(Window* w) {
     if (w->seg) munmap(w->seg, w->seg_len);
-    std::free(w->owned);
     if (w->icomm != MPI_COMM_NULL) impl::Comm_free(&w->icomm);
     delete w;
 }
@@ -197,18 +210,10 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
         w->base = static_cast<char*>(base);
         break;
     case MPI_WIN_FLAVOR_ALLOCATE:
-        // 64-byte aligned (cache line; any MPI datatype); never null, even for size 0.
-        w->owned = static_cast<char*>(std::aligned_alloc(64, size_t((size + 63) / 64 * 64 + 64)));
-        if (!w->owned) {
-            destroy(w);
-            return core::raise(c, core::make_error(MPI_ERR_NO_MEM, "cannot allocate %lld bytes "
-                                                                   "for the window",
-                                                   (long long)size));
-        }
-        w->base = w->owned;
-        break;
+        // In a segment shared with the window's other ranks on this host, 64-byte aligned, so
+        // that they put and get with plain loads and stores (origin.cpp).
     case MPI_WIN_FLAVOR_SHARED:
-        if ((rc = shared_segment(w)) != MPI_SUCCESS) {
+        if ((rc = shared_segment(w, flavor == MPI_WIN_FLAVOR_SHARED)) != MPI_SUCCESS) {
             destroy(w);
             return core::raise(c, rc);
         }
