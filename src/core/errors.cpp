@@ -383,34 +383,30 @@ int raise_file_eh(MPI_File fh, MPI_Errhandler eh, int code) {
     return code;
 }
 
-int raise_session(MPI_Session s, MPI_Errhandler eh, int code) {
+// A handler of kind `k` called with a pointer to the object's handle (sessions, windows).
+template <class Handle, class Fn>
+static int raise_on(EhKind k, Handle obj, MPI_Errhandler eh, int code, const char* where) {
     if (code == MPI_SUCCESS) return code;
     if (UserErrhandler* h = user_eh(eh)) {
-        if (h->kind == EhKind::session && h->fn) {
-            MPI_Session x = s;
+        if (h->kind == k && h->fn) {
+            Handle x = obj;
             int c = code;
-            reinterpret_cast<MPI_Session_errhandler_function*>(h->fn)(&x, &c);
+            reinterpret_cast<Fn*>(h->fn)(&x, &c);
             return code;
         }
         eh = MPI_ERRORS_ARE_FATAL;
     }
-    predefined_action(eh, "session", code);
+    predefined_action(eh, where, code);
     return code;
 }
 
+int raise_session(MPI_Session s, MPI_Errhandler eh, int code) {
+    return raise_on<MPI_Session, MPI_Session_errhandler_function>(EhKind::session, s, eh, code,
+                                                                  "session");
+}
+
 int raise_win(MPI_Win w, MPI_Errhandler eh, int code) {
-    if (code == MPI_SUCCESS) return code;
-    if (UserErrhandler* h = user_eh(eh)) {
-        if (h->kind == EhKind::win && h->fn) {
-            MPI_Win x = w;
-            int c = code;
-            reinterpret_cast<MPI_Win_errhandler_function*>(h->fn)(&x, &c);
-            return code;
-        }
-        eh = MPI_ERRORS_ARE_FATAL;
-    }
-    predefined_action(eh, "window", code);
-    return code;
+    return raise_on<MPI_Win, MPI_Win_errhandler_function>(EhKind::win, w, eh, code, "window");
 }
 
 [[noreturn]] void api_not_initialized(const char* fname) {

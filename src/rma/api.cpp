@@ -38,38 +38,11 @@ int run(MPI_Win win, OpArgs& a) {
     return rma::raise(a.w, rma::win_op(a));
 }
 
-int put(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
-        MPI_Datatype tt, MPI_Win win, MPI_Request* req) {
+// The arguments every operation has (the origin or get buffer and the target), filled once.
+OpArgs args(Msg type, const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td,
+            int64_t tc, MPI_Datatype tt, MPI_Op op, MPI_Request* req) {
     OpArgs a;
-    a.type = Msg::put;
-    a.obuf = const_cast<void*>(o);
-    a.ocount = oc;
-    a.odt = ot;
-    a.target = tr;
-    a.disp = td;
-    a.tcount = tc;
-    a.tdt = tt;
-    a.req = req;
-    return run(win, a);
-}
-int get(void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt,
-        MPI_Win win, MPI_Request* req) {
-    OpArgs a;
-    a.type = Msg::get;
-    a.obuf = o;
-    a.ocount = oc;
-    a.odt = ot;
-    a.target = tr;
-    a.disp = td;
-    a.tcount = tc;
-    a.tdt = tt;
-    a.req = req;
-    return run(win, a);
-}
-int acc(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
-        MPI_Datatype tt, MPI_Op op, MPI_Win win, MPI_Request* req) {
-    OpArgs a;
-    a.type = Msg::acc;
+    a.type = type;
     a.obuf = const_cast<void*>(o);
     a.ocount = oc;
     a.odt = ot;
@@ -79,25 +52,33 @@ int acc(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t
     a.tdt = tt;
     a.op = op;
     a.req = req;
+    return a;
+}
+
+int put(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
+        MPI_Datatype tt, MPI_Win win, MPI_Request* req) {
+    OpArgs a = args(Msg::put, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req);
+    return run(win, a);
+}
+int get(void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt,
+        MPI_Win win, MPI_Request* req) {
+    OpArgs a = args(Msg::get, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req);
+    return run(win, a);
+}
+int acc(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
+        MPI_Datatype tt, MPI_Op op, MPI_Win win, MPI_Request* req) {
+    OpArgs a = args(Msg::acc, o, oc, ot, tr, td, tc, tt, op, req);
     return run(win, a);
 }
 int get_acc(const void* o, int64_t oc, MPI_Datatype ot, void* r, int64_t rc, MPI_Datatype rt,
             int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt, MPI_Op op, MPI_Win win,
             MPI_Request* req) {
-    OpArgs a;
-    a.type = Msg::get_acc;
-    a.obuf = const_cast<void*>(o);
-    a.ocount = op == MPI_NO_OP ? 0 : oc;  // MPI_NO_OP: the origin buffer is ignored
-    a.odt = op == MPI_NO_OP ? MPI_DATATYPE_NULL : ot;
+    // MPI_NO_OP: the origin buffer is ignored
+    OpArgs a = args(Msg::get_acc, o, op == MPI_NO_OP ? 0 : oc,
+                    op == MPI_NO_OP ? MPI_DATATYPE_NULL : ot, tr, td, tc, tt, op, req);
     a.rbuf = r;
     a.rcount = rc;
     a.rdt = rt;
-    a.target = tr;
-    a.disp = td;
-    a.tcount = tc;
-    a.tdt = tt;
-    a.op = op;
-    a.req = req;
     return run(win, a);
 }
 
@@ -158,19 +139,11 @@ int Fetch_and_op(const void* o, void* r, MPI_Datatype dt, int tr, MPI_Aint td, M
 }
 int Compare_and_swap(const void* o, const void* c, void* r, MPI_Datatype dt, int tr, MPI_Aint td,
                      MPI_Win win) {
-    OpArgs a;
-    a.type = Msg::cas;
-    a.obuf = const_cast<void*>(o);
-    a.ocount = 1;
-    a.odt = dt;
+    OpArgs a = args(Msg::cas, o, 1, dt, tr, td, 1, dt, MPI_OP_NULL, nullptr);
     a.cbuf = c;
     a.rbuf = r;
     a.rcount = 1;
     a.rdt = dt;
-    a.target = tr;
-    a.disp = td;
-    a.tcount = 1;
-    a.tdt = dt;
     return run(win, a);
 }
 int Rput(const void* o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt,

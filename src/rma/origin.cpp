@@ -126,30 +126,38 @@ int wait_target(Window* w, int target) {
     return err;
 }
 
-// Remote completion: a FLUSH to each target that has had operations since its last flush, then
-// the answers (sent by each target after it applied everything before the FLUSH).
-int flush_many(Window* w, const std::vector<int>& targets) {
+int round_trip(Window* w, const std::vector<int>& targets, Msg type, uint8_t flags,
+               bool only_dirty) {
     std::vector<core::Request*> acks;
     int err = MPI_SUCCESS;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the message
     for (int t : targets) {
-        if (!w->dirty[size_t(t)]) continue;
+        if (only_dirty && !w->dirty[size_t(t)]) continue;
         Hdr h;
-        h.type = Msg::flush;
+        h.type = type;
+        h.flags = flags;
         h.reply_tag = reply_tag(w);
         core::Request* r = post_recv(w, t, h.reply_tag, nullptr, 0, MPI_BYTE, &err);
         if (!r) break;
         acks.push_back(r);
         if ((err = send_ctrl(w, t, h)) != MPI_SUCCESS) break;
-        w->dirty[size_t(t)] = 0;
+        if (type != Msg::lock) w->dirty[size_t(t)] = 0;  // flush, unlock: remote completion
     }
     for (core::Request* r : acks) {
         wait_req(r);
         if (r->status.MPI_ERROR != MPI_SUCCESS) err = r->status.MPI_ERROR;
         core::request_release(r);
     }
+    if (type == Msg::lock) return err;
     int e2 = wait_target(w, targets.size() == 1 ? targets[0] : -1);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct (shared-memory) operations
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // see the targets' stores
     return err != MPI_SUCCESS ? err : e2;
+}
+
+// Remote completion: a FLUSH to each target that has had operations since its last flush, then
+// the answers (sent by each target after it applied everything before the FLUSH).
+int flush_many(Window* w, const std::vector<int>& targets) {
+    return round_trip(w, targets, Msg::flush, 0, true);
 }
 
 int flush(Window* w, int target) {

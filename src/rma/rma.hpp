@@ -166,13 +166,21 @@ Window* win_lookup(MPI_Win h);
 // Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
 int raise(Window* w, int code);
 
-// The segment header: an accumulate lock word (std::atomic<uint32_t> at offset 0). Every
-// accumulate-class operation on a window with a segment (applied by the target for remote
-// origins, or directly by an origin on the same host) runs under it, so they stay atomic with
-// respect to each other whichever process applies them.
-constexpr int64_t kSegHeader = 64;
+// The segment header (seg_header(nranks) bytes): an accumulate lock word (std::atomic<uint32_t>
+// at offset 0) and from offset 64 one window-lock word per window rank (std::atomic<int32_t>:
+// 0 free, n > 0 held shared n times, -1 held exclusive). Every accumulate-class operation on a
+// window with a segment (applied by the target for remote origins, or directly by an origin on
+// the same host) runs under the accumulate lock, so accumulates stay atomic whichever process
+// applies them. MPI_Win_lock of a rank on this host takes that rank's lock word directly; the
+// target takes its own word for LOCK messages from other hosts, so both kinds exclude each
+// other.
+inline int64_t seg_header(int nranks) { return (64 + 4 * int64_t(nranks) + 63) / 64 * 64; }
 void seg_lock(Window* w);
 void seg_unlock(Window* w);
+// Window lock of rank `r` (whose part is in this host's segment, or this rank itself):
+// try once / release. For a window without a segment the target's own counters are used.
+bool lock_try(Window* w, int r, bool excl);
+void lock_release(Window* w, int r, bool excl);
 
 // Window memory at `addr` laid out by `runs` <-> packed bytes; accumulate applies `op`.
 void gather(char* addr, const std::vector<Run>& runs, char* out);
@@ -200,6 +208,11 @@ void wait_req(core::Request* r);
 void reap(Window* w);                // releases completed origin requests
 int wait_target(Window* w, int target);  // all origin requests to `target` (-1: all) complete
 int flush(Window* w, int target);        // remote completion at `target`
+// Sends a control message (`type`: lock, unlock or flush, with `flags`) with a reply tag to each
+// target (only those with operations since their last flush if `only_dirty`) and waits for
+// every answer; unlock and flush then also wait for the local requests (remote completion).
+int round_trip(Window* w, const std::vector<int>& targets, Msg type, uint8_t flags,
+               bool only_dirty);
 int flush_many(Window* w, const std::vector<int>& targets);
 
 }  // namespace wanmpi::rma

@@ -16,6 +16,8 @@
 //              MPI_MODE_NOCHECK skips it. Unlock sends UNLOCK behind the operations and waits for
 //              the answer (remote completion).
 //   flush      see origin.cpp. flush_local waits for the local requests only.
+#include <sched.h>
+
 #include <atomic>
 
 #include "coll/api_impl.hpp"
@@ -186,52 +188,47 @@ int win_test(Window* w, int* flag) {
     return MPI_SUCCESS;
 }
 
-// Sends LOCK to each target and waits for every grant.
+namespace {
+bool on_host(const Window* w, int t) { return !w->shm_base.empty() && w->shm_base[size_t(t)]; }
+}  // namespace
+
+// Locks each target: the lock word in the segment for ranks on this host (spinning with
+// progress while it is held), a LOCK message answered on grant for the others.
 static int lock_targets(Window* w, const std::vector<int>& targets, bool excl) {
-    std::vector<core::Request*> grants;
-    int err = MPI_SUCCESS;
+    std::vector<int> remote;
     for (int t : targets) {
-        Hdr h;
-        h.type = Msg::lock;
-        h.flags = excl ? kFlagExclusive : 0;
-        h.reply_tag = reply_tag(w);
-        core::Request* r = post_recv(w, t, h.reply_tag, nullptr, 0, MPI_BYTE, &err);
-        if (!r) break;
-        grants.push_back(r);
-        if ((err = send_ctrl(w, t, h)) != MPI_SUCCESS) break;
+        if (!on_host(w, t)) {
+            remote.push_back(t);
+            continue;
+        }
+        // A release of the word makes no event to sleep on: poll (others may need this rank
+        // to make progress) and yield until it is free.
+        while (!lock_try(w, t, excl)) {
+            core::poll();
+            sched_yield();
+        }
     }
-    for (core::Request* r : grants) {
-        wait_req(r);
-        core::request_release(r);
-    }
-    return err;
+    if (remote.empty()) return MPI_SUCCESS;
+    return round_trip(w, remote, Msg::lock, excl ? kFlagExclusive : 0, false);
 }
 
+// UNLOCK behind the operations, answered once they are applied; with MPI_MODE_NOCHECK no lock
+// is held at the target, and a flush gives the remote completion.
 static int unlock_targets(Window* w, const std::vector<int>& targets, bool excl, bool nocheck) {
-    if (nocheck) {  // no lock is held at the target: a flush gives the remote completion
+    if (nocheck) {
         for (int t : targets) w->dirty[size_t(t)] = 1;
         return flush_many(w, targets);
     }
-    std::vector<core::Request*> acks;
-    int err = MPI_SUCCESS;
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before UNLOCK
+    std::vector<int> remote;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
     for (int t : targets) {
-        Hdr h;
-        h.type = Msg::unlock;
-        h.flags = excl ? kFlagExclusive : 0;
-        h.reply_tag = reply_tag(w);
-        core::Request* r = post_recv(w, t, h.reply_tag, nullptr, 0, MPI_BYTE, &err);
-        if (!r) break;
-        acks.push_back(r);
-        if ((err = send_ctrl(w, t, h)) != MPI_SUCCESS) break;
-        w->dirty[size_t(t)] = 0;
+        if (on_host(w, t))  // every operation to it was direct: complete already
+            lock_release(w, t, excl);
+        else
+            remote.push_back(t);
     }
-    for (core::Request* r : acks) {
-        wait_req(r);
-        core::request_release(r);
-    }
-    int e2 = wait_target(w, targets.size() == 1 ? targets[0] : -1);
-    return err != MPI_SUCCESS ? err : e2;
+    if (remote.empty()) return MPI_SUCCESS;
+    return round_trip(w, remote, Msg::unlock, excl ? kFlagExclusive : 0, false);
 }
 
 int win_lock(Window* w, int type, int rank, int assert_) {

@@ -154,17 +154,22 @@ void seg_unlock(Window* w) {
 
 namespace {
 
-// Whether [addr + runs) lies inside an attached region (dynamic windows).
+// Whether [addr + runs) lies inside attached memory (dynamic windows). A range may span
+// several regions attached back to back (MPICH's test suite attaches two halves of one array).
 bool attached(const Window* w, const char* addr, const std::vector<Run>& runs) {
     for (const Run& r : runs) {
         const core::Datatype* b = core::datatype_lookup(r.basic);
         if (!b) return false;
-        uintptr_t lo = uintptr_t(addr + r.off);
-        uintptr_t hi = lo + uintptr_t(r.count * b->extent);
-        bool in = false;
-        for (const Region& g : w->regions)
-            if (lo >= g.base && hi <= g.base + uintptr_t(g.size)) in = true;
-        if (!in) return false;
+        uintptr_t cur = uintptr_t(addr + r.off);
+        uintptr_t hi = cur + uintptr_t(r.count * b->extent);
+        while (cur < hi) {
+            uintptr_t next = cur;
+            for (const Region& g : w->regions)
+                if (cur >= g.base && cur < g.base + uintptr_t(g.size))
+                    next = std::max(next, g.base + uintptr_t(g.size));
+            if (next == cur) return false;
+            cur = next;
+        }
     }
     return true;
 }
@@ -173,17 +178,53 @@ void grant(Window* w, int origin, int tag) {
     send_reply(w, origin, tag, nullptr, 0);
 }
 
-void try_grant_waiters(Window* w) {
-    while (!w->lock_waiters.empty()) {
-        Window::Waiter& q = w->lock_waiters.front();
-        if (w->lock_excl || (q.excl && w->lock_shared > 0)) break;
-        if (q.excl)
+}  // namespace
+
+bool lock_try(Window* w, int r, bool excl) {
+    if (!w->seg) {  // only this rank's own counters (the target applying LOCK messages)
+        if (w->lock_excl || (excl && w->lock_shared > 0)) return false;
+        if (excl)
             w->lock_excl = true;
         else
             ++w->lock_shared;
+        return true;
+    }
+    auto* l = reinterpret_cast<std::atomic<int32_t>*>(w->seg + 64) + r;
+    int32_t v = l->load(std::memory_order_relaxed);
+    if (excl) return v == 0 && l->compare_exchange_strong(v, -1, std::memory_order_acquire);
+    return v >= 0 && l->compare_exchange_strong(v, v + 1, std::memory_order_acquire);
+}
+
+void lock_release(Window* w, int r, bool excl) {
+    if (!w->seg) {
+        if (excl)
+            w->lock_excl = false;
+        else if (w->lock_shared > 0)
+            --w->lock_shared;
+        return;
+    }
+    auto* l = reinterpret_cast<std::atomic<int32_t>*>(w->seg + 64) + r;
+    if (excl)
+        l->store(0, std::memory_order_release);
+    else
+        l->fetch_sub(1, std::memory_order_release);
+}
+
+namespace {
+
+// Grants queued LOCK requests in order while they can be granted. With a segment, a rank on
+// this host may hold the lock word without any message, so this is retried from every
+// progress pass while requests wait (progress_window).
+int try_grant_waiters(Window* w) {
+    int n = 0;
+    while (!w->lock_waiters.empty()) {
+        Window::Waiter& q = w->lock_waiters.front();
+        if (!lock_try(w, w->rank, q.excl)) break;
         grant(w, q.origin, q.reply_tag);
         w->lock_waiters.pop_front();
+        ++n;
     }
+    return n;
 }
 
 // Applies an operation whose runs and payload are all here.
@@ -195,11 +236,8 @@ void apply(Window* w, int origin, TargetOp& t) {
         try_grant_waiters(w);
         return;
     case Msg::unlock:
-        if (h.flags & kFlagExclusive)
-            w->lock_excl = false;
-        else if (w->lock_shared > 0)
-            --w->lock_shared;
         std::atomic_thread_fence(std::memory_order_seq_cst);
+        lock_release(w, w->rank, (h.flags & kFlagExclusive) != 0);
         send_reply(w, origin, h.reply_tag, nullptr, 0);
         try_grant_waiters(w);
         return;
@@ -388,6 +426,7 @@ int progress_window(Window* w) {
             on_header(w, src, msg.get(), len);
         ++n;
     }
+    if (!w->lock_waiters.empty()) n += try_grant_waiters(w);
     for (int o = 0; o < w->nranks; ++o)
         if (!w->fifo[size_t(o)].empty()) {
             size_t before = w->fifo[size_t(o)].size();

@@ -80,7 +80,7 @@ void merge_info(Window* w, MPI_Info info) {
 
 // Maps one shared segment per host for the window's ranks on this host: rank 0 of the host
 // creates it, the others open it by name, the creator unlinks the name once all have mapped it.
-// Layout: a 64-byte header (the accumulate lock, rma.hpp) then the parts in window-rank order,
+// Layout: the header (lock words, rma.hpp) then the parts in window-rank order,
 // contiguous for MPI_Win_allocate_shared (the standard's default), 64-byte aligned otherwise.
 int shared_segment(Window* w, bool contiguous) {
     const int me = core::host_of(w->comm->world[size_t(w->rank)]);
@@ -95,7 +95,7 @@ int shared_segment(Window* w, bool contiguous) {
     int rc = impl::Comm_split(w->icomm, me, w->rank, &node);
     if (rc != MPI_SUCCESS) return rc;
     core::comm_lookup(node)->errhandler = MPI_ERRORS_RETURN;
-    int64_t total = kSegHeader;
+    int64_t total = seg_header(w->nranks);
     std::vector<int64_t> off(local.size());
     for (size_t k = 0; k < local.size(); ++k) {
         if (!contiguous) total = (total + 63) / 64 * 64;
@@ -294,16 +294,18 @@ int Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win* win) {
     return rma::create(comm, 0, 1, info, MPI_WIN_FLAVOR_DYNAMIC, nullptr, nullptr, win);
 }
 
+// MPI 4.0 §12.2.3: any flavor. A rank whose memory this process can load and store (the
+// segment of allocate / allocate_shared windows on this host; this process's own memory) gets
+// its part; the others size 0 and NULL. A part of size 0 is NULL too (as MPICH, whose test suite
+// checks it).
 static int shared_query(MPI_Win win, int rank, MPI_Aint* size, int64_t* unit, void* baseptr) {
     WIN_GET(w, win);
-    if (w->flavor != MPI_WIN_FLAVOR_SHARED)
-        return rma::raise(w, make_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window "
-                                                            "from MPI_Win_allocate_shared"));
     if (!size || !unit || !baseptr) return rma::raise(w, make_error(MPI_ERR_ARG, "NULL argument"));
     if (rank == MPI_PROC_NULL) {  // the first rank with a non-empty part (MPI 3.1 §11.2.3)
         rank = 0;
         for (int i = 0; i < w->nranks; ++i)
-            if (w->sizes[size_t(i)] > 0) {
+            if (w->sizes[size_t(i)] > 0 && (w->flavor == MPI_WIN_FLAVOR_SHARED ||
+                                            (!w->shm_base.empty() && w->shm_base[size_t(i)]))) {
                 rank = i;
                 break;
             }
@@ -311,9 +313,17 @@ static int shared_query(MPI_Win win, int rank, MPI_Aint* size, int64_t* unit, vo
         return rma::raise(w, make_error(MPI_ERR_RANK, "invalid rank %d: the window has %d ranks",
                                         rank, w->nranks));
     }
-    *size = MPI_Aint(w->sizes[size_t(rank)]);
+    char* b = nullptr;
+    if (!w->shm_base.empty()) b = w->shm_base[size_t(rank)];
+    else if (rank == w->rank && w->flavor != MPI_WIN_FLAVOR_DYNAMIC) b = w->base;
+    int64_t sz = w->flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : w->sizes[size_t(rank)];
+    if (!b || sz == 0) {
+        b = nullptr;
+        sz = 0;
+    }
+    *size = MPI_Aint(sz);
     *unit = w->units[size_t(rank)];
-    *static_cast<void**>(baseptr) = w->shm_base[size_t(rank)];
+    *static_cast<void**>(baseptr) = b;
     return MPI_SUCCESS;
 }
 int Win_shared_query(MPI_Win win, int rank, MPI_Aint* size, int* disp_unit, void* baseptr) {
@@ -371,6 +381,7 @@ int Win_free(MPI_Win* win) {
     int rc3 = attr_win_delete_all(w->handle);
     rma::target_stop(w);
     rma::table()[(uint32_t(w->handle) & 0x0fffffffu) - 1] = nullptr;
+    errhandler_release(w->errhandler);  // the window's reference (predefined: no-op)
     rma::destroy(w);
     *win = MPI_WIN_NULL;
     if (rc == MPI_SUCCESS) rc = rc2;

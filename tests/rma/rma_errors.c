@@ -50,7 +50,14 @@ int main(int argc, char **argv) {
         MPI_Aint sz;
         int du;
         void *p;
-        EXPECT(MPI_Win_shared_query(win, 0, &sz, &du, &p), MPI_ERR_RMA_FLAVOR);
+        /* MPI 4.0: any flavor; a rank whose memory is not shared reads as size 0 and NULL */
+        EXPECT(MPI_Win_shared_query(win, rt_size + 5, &sz, &du, &p), MPI_ERR_RANK);
+        EXPECT(MPI_Win_shared_query(win, rt_rank, &sz, &du, &p), MPI_SUCCESS);
+        CHECK(sz == (MPI_Aint)sizeof buf && p == (void *)buf, "own part: %ld %p", (long)sz, p);
+        if (rt_size > 1) {
+            EXPECT(MPI_Win_shared_query(win, other, &sz, &du, &p), MPI_SUCCESS);
+            CHECK(sz == 0 && p == NULL, "other's part of a created window: %ld %p", (long)sz, p);
+        }
         EXPECT(MPI_Win_attach(win, buf, 4), MPI_ERR_RMA_FLAVOR);
     }
     MPI_Win_lock(MPI_LOCK_SHARED, other, 0, win);
