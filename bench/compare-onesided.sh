@@ -5,6 +5,7 @@
 # flush_local, lock_all). The OSU sources are not part of wanmpi: pass a checkout.
 #
 #   bench/compare-onesided.sh --osu DIR [--build BUILD] [--quick] [--out FILE]
+#   (ITERS=n, BW_ITERS=n: iterations per latency / bandwidth run; defaults 2000 / 100, --quick 300 / 20)
 #
 # Prints one line per (benchmark, window, sync): the latency of SIZE-byte operations in us (the
 # bandwidth benchmarks: MB/s at BW_SIZE bytes; fop and cas: one element of MPI_CHAR, their only
@@ -32,7 +33,7 @@ done
 [[ -d $osu/c/mpi/one-sided ]] || { echo "--osu DIR: an OSU 7.x source tree (c/mpi/one-sided)" >&2; exit 2; }
 SIZE=${SIZE:-8}
 BW_SIZE=${BW_SIZE:-65536}
-iters=2000; bw_iters=100
+iters=${ITERS:-2000}; bw_iters=${BW_ITERS:-100}
 ((quick)) && { iters=300; bw_iters=20; }
 work=$(mktemp -d /tmp/wanmpi-osu.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -1,6 +1,6 @@
 // MPI error-handling functions: error strings and classes, user error classes/codes/strings,
-// communicator error handlers (create, set, get, call, free). The window and file versions live
-// with the one-sided stubs (stubs_onesided.cpp) and MPI-IO (src/io).
+// communicator error handlers (create, set, get, call, free). The window versions live with the
+// windows (src/rma/win.cpp), the file versions with MPI-IO (src/io).
 #include <algorithm>
 #include <cstring>
 #include <string>
