@@ -210,46 +210,65 @@ void direct(const OpArgs& a, const core::Datatype* odt, const core::Datatype* rd
     }
     const bool dense = runs.size() == 1 && core::datatype_lookup(runs[0].basic) &&
                        core::datatype_lookup(runs[0].basic)->contig;
+    // Contiguous buffers on both sides (the common case, and the latency tests'): plain copies
+    // instead of the general pack / scatter walks.
+    char* t0 = taddr + runs[0].off;
+    auto pack_o = [&](const void* src, int64_t n, char* dst) {
+        if (odt->contig) std::memcpy(dst, src, size_t(n * odt->size));
+        else core::pack(*odt, src, n, dst);
+    };
+    auto take = [&](char* dst) {
+        if (dense) std::memcpy(dst, t0, size_t(tbytes));
+        else gather(taddr, runs, dst);
+    };
+    auto give = [&](const char* src) {
+        if (dense) std::memcpy(t0, src, size_t(tbytes));
+        else scatter(taddr, runs, src);
+    };
+    auto to_result = [&](const char* src) {
+        if (rdt->contig) std::memcpy(a.rbuf, src, size_t(tbytes));
+        else core::unpack(*rdt, src, tbytes, a.rbuf);
+    };
     switch (a.type) {
     case Msg::put:
         if (dense && odt->contig) {
-            std::memcpy(taddr + runs[0].off, a.obuf, size_t(tbytes));
+            std::memcpy(t0, a.obuf, size_t(tbytes));
         } else {
-            core::pack(*odt, a.obuf, a.ocount, tmp);
-            scatter(taddr, runs, tmp);
+            pack_o(a.obuf, a.ocount, tmp);
+            give(tmp);
         }
         break;
     case Msg::get:
         if (dense && odt->contig) {
-            std::memcpy(a.obuf, taddr + runs[0].off, size_t(tbytes));
+            std::memcpy(a.obuf, t0, size_t(tbytes));
         } else {
-            gather(taddr, runs, tmp);
+            take(tmp);
             core::unpack(*odt, tmp, tbytes, a.obuf);
         }
         break;
     case Msg::acc:
-        core::pack(*odt, a.obuf, a.ocount, tmp);
+        pack_o(a.obuf, a.ocount, tmp);
         seg_lock(a.w);
         accumulate(taddr, runs, tmp, a.op);
         seg_unlock(a.w);
         break;
     case Msg::get_acc:
-        if (a.op != MPI_NO_OP) core::pack(*odt, a.obuf, a.ocount, tmp + tbytes);
+        if (a.op != MPI_NO_OP) pack_o(a.obuf, a.ocount, tmp + tbytes);
         seg_lock(a.w);
-        gather(taddr, runs, tmp);
+        take(tmp);
         if (a.op != MPI_NO_OP) accumulate(taddr, runs, tmp + tbytes, a.op);
         seg_unlock(a.w);
-        core::unpack(*rdt, tmp, tbytes, a.rbuf);
+        to_result(tmp);
         break;
     case Msg::cas: {
         char cmp[64];
-        core::pack(*odt, a.cbuf, 1, cmp);
-        core::pack(*odt, a.obuf, 1, tmp + tbytes);
+        pack_o(a.cbuf, 1, cmp);
+        pack_o(a.obuf, 1, tmp + tbytes);
         seg_lock(a.w);
-        gather(taddr, runs, tmp);
-        if (std::memcmp(tmp, cmp, size_t(tbytes)) == 0) scatter(taddr, runs, tmp + tbytes);
+        take(tmp);
+        if (std::memcmp(tmp, cmp, size_t(tbytes)) == 0) give(tmp + tbytes);
         seg_unlock(a.w);
-        core::unpack(*rdt, tmp, tbytes, a.rbuf);
+        to_result(tmp);
         break;
     }
     default:
