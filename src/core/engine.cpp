@@ -282,29 +282,42 @@ void Engine::unexp_unlink(Unexp* u) {
     u->next = u->prev = nullptr;
 }
 
-Request* Engine::match_posted(uint32_t ctx, int src, int tag) {
-    for (Request* r = posted_head; r; r = r->next) {
-        if (r->ctx == ctx && (r->peer == MPI_ANY_SOURCE || r->peer == src) &&
-            (r->tag == MPI_ANY_TAG || r->tag == tag)) {
-            posted_unlink(r);
-            r->matched = true;
-            r->status.MPI_SOURCE = src;
-            r->status.MPI_TAG = tag;
-            return r;
-        }
-    }
-    return nullptr;
+static_assert(kSeqAnySource == MPI_ANY_SOURCE && kSeqAnyTag == MPI_ANY_TAG);
+
+// Matching (core/seq_order.hpp has the rule for numbered messages; for the others it is MPI's
+// plain first-fit in posting / arrival order).
+Request* Engine::match_posted(uint32_t ctx, int src, int tag, int world_src, uint64_t seq) {
+    Request* r = seq_match_posted(posted_head, seq_windows, ctx, src, tag, world_src, seq);
+    if (!r) return nullptr;
+    posted_unlink(r);
+    r->matched = true;
+    r->status.MPI_SOURCE = src;
+    r->status.MPI_TAG = tag;
+    return r;
 }
 
 Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove) {
-    for (Unexp* u = g->unexp_head; u; u = u->next) {
-        if (u->ctx == ctx && (src == MPI_ANY_SOURCE || u->src == src) &&
-            (tag == MPI_ANY_TAG || u->tag == tag)) {
-            if (remove) g->unexp_unlink(u);
-            return u;
-        }
+    Unexp* u = seq_find(g->unexp_head, g->seq_windows, ctx, src, tag);
+    if (u && remove) g->unexp_unlink(u);
+    return u;
+}
+
+void Engine::seq_release(int world_src, uint32_t ctx, uint64_t seq, uint64_t next) {
+    if (next <= seq + 1) return;
+    // Numbers seq+1 .. next-1 were waiting in the unexpected queue for this one: only wildcard
+    // receives could not take them, so offer them to the posted queue now, lowest first.
+    std::vector<Unexp*> freed;
+    for (Unexp* u = unexp_head; u; u = u->next)
+        if (u->world_src == world_src && u->ctx == ctx && u->seq > seq && u->seq < next)
+            freed.push_back(u);
+    std::sort(freed.begin(), freed.end(), [](Unexp* a, Unexp* b) { return a->seq < b->seq; });
+    for (Unexp* u : freed) {
+        if (u->waiter) continue;  // taken meanwhile (its payload is still arriving)
+        Request* r = match_posted(u->ctx, u->src, u->tag, u->world_src, u->seq);
+        if (!r) continue;
+        unexp_unlink(u);
+        receive_matched(r, u);
     }
-    return nullptr;
 }
 
 void status_of_unexp(const Unexp* u, MPI_Status* st) {
@@ -654,14 +667,18 @@ int start(Request* r) {
 }
 
 // ---- RecvSink ---------------------------------------------------------------------------------
-void* Engine::on_header(int peer, const uint8_t* hb, uint64_t len) {
-    Inbound& in = inbound[peer];
+void* Engine::on_header_at(int peer, unsigned slot, const uint8_t* hb, uint64_t len) {
+    Inbound& in = inbound_of(peer, slot);
     uint8_t type = hb[0];
     if (type == F_EAGER) {
         Hdr h = decode(hb);
-        if (Request* r = match_posted(h.ctx, h.src, h.tag)) {
+        // A numbered message is placed (matched or queued) before the ones its arrival frees
+        // of a gap: it was sent before them.
+        const uint64_t next = h.seq ? seq_windows.arrive(peer, h.ctx, h.seq) : 0;
+        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq)) {
             in.kind = Inbound::Kind::direct;
             in.req = r;
+            seq_release(peer, h.ctx, h.seq, next);
             if (len == 0) return nullptr;
             if (r->dt->contig && int64_t(len) <= r->bytes) return r->buf;
             in.scratch.resize(len);
@@ -675,10 +692,12 @@ void* Engine::on_header(int peer, const uint8_t* hb, uint64_t len) {
         u->size = int64_t(h.size);
         u->sync = h.flags & FL_SYNC;
         u->sreq = h.sreq;
+        u->seq = h.seq;
         u->data = payload_new(len);
         unexp_append(u);
         in.kind = Inbound::Kind::unexp;
         in.unexp = u;
+        seq_release(peer, h.ctx, h.seq, next);
         return u->data;
     }
     if (type == F_DATA) {
@@ -702,10 +721,11 @@ void* Engine::on_header(int peer, const uint8_t* hb, uint64_t len) {
     return nullptr;
 }
 
-void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t len) {
+void Engine::on_frame_at(int peer, unsigned slot, const uint8_t* hb, const void* data,
+                         uint64_t len) {
     Hdr h = decode(hb);
     credit[peer] += int64_t(h.credit);
-    Inbound& in = inbound[peer];
+    Inbound& in = inbound_of(peer, slot);
     switch (h.type) {
     case F_EAGER:
         count_recv(peer, int64_t(len));
@@ -721,9 +741,10 @@ void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t le
             }
         }
         break;
-    case F_RTS:
+    case F_RTS: {
         count_recv(peer, int64_t(h.size));
-        if (Request* r = match_posted(h.ctx, h.src, h.tag)) {
+        const uint64_t next = h.seq ? seq_windows.arrive(peer, h.ctx, h.seq) : 0;
+        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq)) {
             rndv_recv(r, peer, h.sreq, h.addr, int64_t(h.size));
         } else {
             Unexp* u = unexp_new();
@@ -736,9 +757,12 @@ void Engine::on_frame(int peer, const uint8_t* hb, const void* data, uint64_t le
             u->data_complete = true;
             u->sreq = h.sreq;
             u->addr = h.addr;
+            u->seq = h.seq;
             unexp_append(u);
         }
+        seq_release(peer, h.ctx, h.seq, next);
         break;
+    }
     case F_CTS:
         if (Request* r = by_wire(h.sreq); r && r->kind == ReqKind::send && r->wait_fin) {
             r->wait_fin = false;
@@ -840,6 +864,10 @@ int cancel(Request* r) {
     Hdr h;
     h.type = F_CANCEL_REQ;
     h.sreq = r->wire_id();
+    // The message's context and tag: a laned wan link sends the CANCEL on the message's lane,
+    // behind the message (so the receiver always saw the message first).
+    h.ctx = r->ctx;
+    h.tag = r->tag;
     g->send_ctrl(r->world_peer, h);
     g->flush_ctrl();
     return MPI_SUCCESS;

@@ -121,6 +121,7 @@ struct Unexp {
     bool data_complete = false;
     uint64_t sreq = 0;
     uint64_t addr = 0;
+    uint64_t seq = 0;      // number per (world_src, ctx) from a laned wan link; 0: none
     char* data = nullptr;  // eager payload (malloc'd)
     Request* waiter = nullptr;
     Unexp* next = nullptr;

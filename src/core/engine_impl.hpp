@@ -10,10 +10,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/engine.hpp"
 #include "core/pvars.hpp"
+#include "core/seq_order.hpp"
 #include "runtime/impi_startup.hpp"
 #include "runtime/pmi_client.hpp"
 #include "transport/transport.hpp"
@@ -45,6 +47,9 @@ struct Hdr {
     uint64_t rreq = 0;
     uint64_t addr = 0;    // RTS: sender address for get(); DATA: offset
     uint64_t credit = 0;  // eager credit returned to the receiver of this frame
+    // EAGER/RTS from a laned wan link: the message's number per (source, context), 0 if not
+    // numbered (core/seq_order.hpp). Never set by intra-cluster routes.
+    uint64_t seq = 0;
 };
 
 template <class T> inline void put(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
@@ -67,7 +72,7 @@ inline void encode(const Hdr& h, uint8_t* p) {
     put(p + 32, h.rreq);
     put(p + 40, h.addr);
     put(p + 48, h.credit);
-    put<uint64_t>(p + 56, 0);
+    put(p + 56, h.seq);
 }
 inline Hdr decode(const uint8_t* p) {
     Hdr h;
@@ -81,6 +86,7 @@ inline Hdr decode(const uint8_t* p) {
     h.rreq = get<uint64_t>(p + 32);
     h.addr = get<uint64_t>(p + 40);
     h.credit = get<uint64_t>(p + 48);
+    h.seq = get<uint64_t>(p + 56);
     return h;
 }
 static constexpr int64_t kMsgCost = transport::kHeaderSize;  // credit charged per message
@@ -93,8 +99,15 @@ struct Ctrl {
 
 class Engine final : public transport::RecvSink {
 public:
-    void* on_header(int peer, const uint8_t* hdr, uint64_t len) override;
-    void on_frame(int peer, const uint8_t* hdr, const void* data, uint64_t len) override;
+    void* on_header(int peer, const uint8_t* hdr, uint64_t len) override {
+        return on_header_at(peer, 0, hdr, len);
+    }
+    void on_frame(int peer, const uint8_t* hdr, const void* data, uint64_t len) override {
+        on_frame_at(peer, 0, hdr, data, len);
+    }
+    void* on_header_at(int peer, unsigned slot, const uint8_t* hdr, uint64_t len) override;
+    void on_frame_at(int peer, unsigned slot, const uint8_t* hdr, const void* data,
+                     uint64_t len) override;
     void on_peer_failed(int peer, const std::string& why) override;
 
     std::unique_ptr<runtime::PmiClient> pmi;
@@ -116,7 +129,17 @@ public:
     std::vector<char> owed_listed;
     bool credit_due = false;
     int64_t credit_due_at = 0;
-    std::vector<Inbound> inbound;
+    std::vector<Inbound> inbound;                // slot 0 of each peer
+    std::unordered_map<uint64_t, Inbound> inbound_slots;  // peer << 8 | slot, slots > 0
+    Inbound& inbound_of(int peer, unsigned slot) {
+        return slot == 0 ? inbound[size_t(peer)] : inbound_slots[uint64_t(peer) << 8 | slot];
+    }
+    // Arrivals of numbered messages (laned wan links) and the matching rule over them.
+    SeqWindows seq_windows;
+    // After the numbered message `seq` arrived (SeqWindows::arrive returned `next`) and was
+    // placed: offer the messages its arrival freed of a gap to the posted receives, in number
+    // order (no-op for seq 0 or no gap filled).
+    void seq_release(int world_src, uint32_t ctx, uint64_t seq, uint64_t next);
     std::vector<char> dead;
     std::vector<std::string> dead_why;
     bool quiescing = false;              // in MPI_Finalize after the last fence: EOFs expected
@@ -195,7 +218,7 @@ public:
                        uint64_t sreq);
     void rndv_recv(Request* r, int world_src, uint64_t sreq, uint64_t addr, int64_t size);
     void send_data(Request* r, uint64_t rreq, int64_t want);
-    Request* match_posted(uint32_t ctx, int src, int tag);
+    Request* match_posted(uint32_t ctx, int src, int tag, int world_src = -1, uint64_t seq = 0);
     void unexp_append(Unexp* u);
     void unexp_unlink(Unexp* u);
     void posted_append(Request* r);

@@ -64,12 +64,38 @@ bool priority_enabled() { return t_priority.get(); }
 int64_t fragment_setting() { return t_fragment.get(); }
 
 
+uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
+    if (p.k() <= 1) return 0;
+    switch (h.type) {
+    case F_EAGER:
+    case F_RTS:
+    case F_CANCEL_REQ:  // the engine names the message's context and tag: it follows it
+        return uint8_t(wanlink::lane_of(h.ctx, h.tag, p.k()));
+    case F_CTS: {
+        auto it = p.firsts.find(h.sreq);
+        return it != p.firsts.end() ? it->second.lane : 0;
+    }
+    case F_DATA: {
+        auto it = p.long_sends.find(h.rreq);
+        return it != p.long_sends.end() ? it->second.lane : 0;
+    }
+    case F_SYNC_ACK:
+    case F_CANCEL_RESP: {
+        auto it = p.answer_lane.find(h.sreq);
+        return it != p.answer_lane.end() ? it->second : 0;
+    }
+    default:
+        return 0;
+    }
+}
+
 bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o) {
     Packet pk;
+    o.lane = lane_for(p, h);
     switch (h.type) {
     case F_EAGER:
         pk = message_packet(p, (h.flags & FL_SYNC) ? impi::PK_DATASYNC : impi::PK_DATA, h, len);
-        if (h.flags & FL_SYNC) p.sends[h.sreq] = SendState{false, h.size, len};
+        if (h.flags & FL_SYNC) p.sends[h.sreq] = SendState{false, h.size, len, o.lane};
         o.payload = payload;
         o.len = len;
         break;
@@ -80,9 +106,9 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
         uint64_t first = std::min<uint64_t>(h.size, maxlen_);
         if (priority_ && size_t(p.rank) < links_.results.size() &&
             links_.results[size_t(p.rank)].ext)
-            first = std::min<uint64_t>(first, frag_of(p));
+            first = std::min<uint64_t>(first, frag_of(*p.lanes[o.lane]));
         pk = message_packet(p, impi::PK_DATASYNC, h, first);
-        p.sends[h.sreq] = SendState{true, h.size, first};
+        p.sends[h.sreq] = SendState{true, h.size, first, o.lane};
         // The engine's buffer (user data or its packed copy) stays valid until the send
         // completes, which cannot happen before this packet is answered.
         o.payload = reinterpret_cast<const char*>(h.addr);
@@ -102,6 +128,7 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
             l.data = std::move(it->second.data);
             p.firsts.erase(it);
         }
+        p.answer_lane.erase(h.sreq);
         // The size of the whole message came with the DATASYNC; the engine tells us how much
         // it wants (its buffer may be smaller: MPI_ERR_TRUNCATE is its business).
         uint64_t want = h.size;
@@ -140,6 +167,7 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
     case F_SYNC_ACK:
         pk = base_packet(p, impi::PK_SYNCACK);
         pk.srqid = h.sreq;
+        p.answer_lane.erase(h.sreq);
         break;
     case F_CANCEL_REQ:
         pk = base_packet(p, impi::PK_CANCEL);
@@ -149,6 +177,7 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
         pk = base_packet(p, (h.flags & FL_YES) ? impi::PK_CANCELYES : impi::PK_CANCELNO);
         pk.srqid = h.sreq;
         if (h.flags & FL_YES) p.firsts.erase(h.sreq);  // the engine dropped it: so do we
+        p.answer_lane.erase(h.sreq);
         break;
     default:  // CREDIT (IMPI flow control replaces it), FIN (no single copy across clusters)
         return false;
@@ -161,7 +190,7 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
     return true;
 }
 
-uint64_t Wan::link_rate(Peer& p) {
+uint64_t Wan::link_rate(Lane& p) {
     if (rate_) return rate_;  // this rank's share of WANMPI_WAN_RATE (set_rate)
     if (uint64_t r = wanlink::wan_rate_Bps()) return r;
     // Measured: the connection's delivery rate. A sender busy compressing is app-limited and
@@ -176,7 +205,7 @@ uint64_t Wan::link_rate(Peer& p) {
     return p.link_Bps;
 }
 
-void Wan::compress_out(Peer& p, Out& o) {
+void Wan::compress_out(Lane& p, Out& o) {
     if (!o.zcand) return;
     o.zcand = false;
     const uint64_t n = o.len;
@@ -186,7 +215,7 @@ void Wan::compress_out(Peer& p, Out& o) {
     // The filter: fixed by the user, or re-chosen every kFilterProbe packets from samples of
     // each (its sample ratio then serves auto's rule below as well).
     double ratio = -1;
-    if (!p.zfilter) {
+    if (!p.peer->zfilter) {
         p.zf = 0;
     } else if (!zf_auto_) {
         p.zf = uint8_t(zf_fixed_);
@@ -223,7 +252,7 @@ void Wan::compress_out(Peer& p, Out& o) {
     p.ctr.z_sent += c;
 }
 
-bool Wan::inflate(Peer& p) {
+bool Wan::inflate(Lane& p) {
     if (!p.zin) return true;
     p.zin = false;
     const uint64_t raw = p.pk.len;
@@ -240,7 +269,7 @@ bool Wan::inflate(Peer& p) {
     }
     const std::string e = zd_.run(p.zbuf.data(), size_t(p.wlen), dec, size_t(raw));
     if (!e.empty()) {
-        fail(p, "malformed compressed IMPI payload from " + peer_name(p.rank) + ": " + e);
+        fail(*p.peer, "malformed compressed IMPI payload from " + lane_name(p) + ": " + e);
         return false;
     }
     if (p.zin_filter) wanlink::filter_decode(wanlink::Filter(p.zin_filter), dec, size_t(raw), out);
@@ -256,11 +285,12 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
     Hdr h = decode(hb);
     if (h.type == F_CREDIT || h.type == F_FIN) return SendResult::done;
     if (h.type == F_DATA) return SendResult::would_block;  // post_send queues or cuts it
-    if (!can_send_now(p)) return SendResult::would_block;
+    Lane& l = *p.lanes[lane_for(p, h)];
+    if (!can_send_now(p, l)) return SendResult::would_block;
     Out o;
     if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
     p.sent++;  // every translated frame is a counted packet
-    compress_out(p, o);
+    compress_out(l, o);
     // Write what the socket (and the pacer) takes now; keep a copy of the rest.
     uint64_t total = sizeof o.hdr + o.len;
     size_t allowed = paced(size_t(total));
@@ -274,18 +304,18 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
             iov[1].iov_len = allowed - sizeof o.hdr;
         }
     }
-    ssize_t n = allowed ? io_writev(p, iov, niov) : 0;
+    ssize_t n = allowed ? io_writev(l, iov, niov) : 0;
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            broken(p, "sending to " + peer_name(peer) + ": " + io_error(p));
+            broken(l, "sending to " + lane_name(l) + ": " + io_error(l));
             if (!p.alive) return SendResult::failed;
         }
         n = 0;
     }
     pacer_.consume(size_t(n));
-    p.ctr.bytes_sent += uint64_t(n);
+    l.ctr.bytes_sent += uint64_t(n);
     if (uint64_t(n) == total) {
-        p.ctr.msgs_sent++;
+        l.ctr.msgs_sent++;
         return SendResult::done;
     }
     o.off = uint64_t(n);
@@ -294,13 +324,13 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
         std::memcpy(o.own.get(), o.payload, o.len);
         o.payload = o.own.get();
     }
-    p.wire.push_back(std::move(o));
+    l.wire.push_back(std::move(o));
     return SendResult::done;
 }
 
 void Wan::post_send(int peer, SendOp* op) {
     Peer& p = peers_[size_t(peer)];
-    // (A peer that is down keeps its queue: the stream resumes after the reconnect.)
+    // (A lane that is down keeps its queue: the stream resumes after the reconnect.)
     if (!p.alive) {
         push_local(Local{peer, op, false, {}, {}});
         return;
@@ -312,6 +342,7 @@ void Wan::post_send(int peer, SendOp* op) {
         return;
     }
     o.op = op;
+    Lane& l = *p.lanes[o.lane];
     if (h.type == F_DATA) {
         Bulk b;
         impi::decode_packet(o.hdr, maxlen_, &b.pk);
@@ -319,12 +350,12 @@ void Wan::post_send(int peer, SendOp* op) {
         b.len = o.len;
         b.op = op;
         if (priority_) {
-            retune(p);
-            p.bulk.push_back(b);
+            retune(l);
+            l.bulk.push_back(b);
             return;
         }
         // One queue in send order, but packets of `frag` bytes all the same (measured apart).
-        const uint64_t frag = frag_of(p);
+        const uint64_t frag = frag_of(l);
         while (b.cut < b.len) {
             Out c;
             const uint64_t n = std::min(frag, b.len - b.cut);
@@ -333,6 +364,7 @@ void Wan::post_send(int peer, SendOp* op) {
             c.payload = b.payload + b.cut;
             c.len = n;
             c.zcand = p.zstd && n >= zpol_.min_bytes;
+            c.lane = o.lane;
             b.cut += n;
             if (b.cut == b.len) c.op = op;
             p.held.push_back(std::move(c));
@@ -344,12 +376,12 @@ void Wan::post_send(int peer, SendOp* op) {
     admit(p);
 }
 
-uint64_t Wan::frag_of(Peer& p) {
-    if (!p.frag) retune(p);
-    return p.frag;
+uint64_t Wan::frag_of(Lane& l) {
+    if (!l.frag) retune(l);
+    return l.frag;
 }
 
-void Wan::retune(Peer& p) {
+void Wan::retune(Lane& p) {
     const int64_t now = base::now_ns();
     if (p.frag && p.lowat_fd == p.fd && now - p.tuned_at < 10000000) return;
     p.tuned_at = now;
@@ -378,68 +410,70 @@ void Wan::retune(Peer& p) {
     p.frag = std::clamp<uint64_t>(frag, 1, maxlen_);
 }
 
-bool Wan::cut_bulk(Peer& p) {
-    if (!can_cut(p)) return false;
-    retune(p);
-    Bulk& b = p.bulk.front();
+bool Wan::cut_bulk(Peer& p, Lane& l) {
+    if (!can_cut(p, l)) return false;
+    retune(l);
+    Bulk& b = l.bulk.front();
     Out o;
-    const uint64_t n = std::min<uint64_t>(p.frag, b.len - b.cut);
+    const uint64_t n = std::min<uint64_t>(l.frag, b.len - b.cut);
     b.pk.len = uint32_t(n);
     impi::encode_packet(b.pk, o.hdr);
     o.payload = b.payload + b.cut;
     o.len = n;
     o.bulk = true;
+    o.lane = l.idx;
     o.zcand = p.zstd && n >= zpol_.min_bytes;  // each cut is a packet of its own
     b.cut += n;
     if (b.cut == b.len) {
         o.op = b.op;
-        p.bulk.pop_front();
+        l.bulk.pop_front();
     }
     p.sent++;
-    p.wire.push_back(std::move(o));
+    l.wire.push_back(std::move(o));
     return true;
 }
 
-int Wan::write_some(Peer& p) {
+int Wan::write_some(Lane& l) {
+    Peer& p = *l.peer;
     int done = 0;
-    if (p.down || p.suspended) return 0;
-    if (!p.wire.empty() || !p.bulk.empty()) retune(p);
-    if (p.hold_until) {
-        if (held_back(p)) return 0;
-        p.hold_until = 0;
+    if (l.down || l.suspended || l.fd < 0) return 0;
+    if (!l.wire.empty() || !l.bulk.empty()) retune(l);
+    if (l.hold_until) {
+        if (held_back(l)) return 0;
+        l.hold_until = 0;
     }
-    if (p.tls && p.tls->backlog() > 0) {
-        if (p.tls->flush() < 0) {
-            broken(p, "sending to " + peer_name(p.rank) + ": " + io_error(p));
+    if (l.tls && l.tls->backlog() > 0) {
+        if (l.tls->flush() < 0) {
+            broken(l, "sending to " + lane_name(l) + ": " + io_error(l));
             return 0;
         }
-        if (p.tls->backlog() > 0) return 0;
+        if (l.tls->backlog() > 0) return 0;
     }
     // After a reconnect: first what the peer had not received, from the log.
-    while (p.alive && !p.down && p.replay_pos < p.log.end()) {
+    while (p.alive && !l.down && l.replay_pos < l.log.end()) {
         iovec iov[32];
-        int n = p.log.iov_from(p.replay_pos, iov, 32);
-        ssize_t w = p.tls ? p.tls->writev(iov, n) : base::send_iov(p.fd, iov, n);
+        int n = l.log.iov_from(l.replay_pos, iov, 32);
+        ssize_t w = l.tls ? l.tls->writev(iov, n) : base::send_iov(l.fd, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return done;
-            broken(p, "resending to " + peer_name(p.rank) + ": " + io_error(p));
+            broken(l, "resending to " + lane_name(l) + ": " + io_error(l));
             return done;
         }
-        p.replay_pos += uint64_t(w);
+        l.replay_pos += uint64_t(w);
     }
-    while (p.alive && !p.down && !(p.hold_until && held_back(p))) {
-        if (p.wire.empty() && !cut_bulk(p)) break;
+    while (p.alive && !l.down && !(l.hold_until && held_back(l))) {
+        if (l.wire.empty() && !cut_bulk(p, l)) break;
         // A full log takes no new data until the peer confirms some; its confirmations
         // (PK_WAN_ACK, queued at the front) still go, or two full logs would wait on each other.
-        if (p.resume && p.log.full() && p.wire.front().off == 0 && !p.wire.front().is_ack) break;
+        if (l.resume && l.log.full() && l.wire.front().off == 0 && !l.wire.front().is_ack) break;
         iovec iov[32];
         int n = 0;
         size_t queued = 0;
-        for (auto it = p.wire.begin(); it != p.wire.end() && n < 31; ++it) {
+        for (auto it = l.wire.begin(); it != l.wire.end() && n < 31; ++it) {
             if (it->zcand) {
                 // Compress just ahead of the socket, not the whole queue before the first byte.
                 if (n > 0 && queued >= kStage) break;
-                compress_out(p, *it);
+                compress_out(l, *it);
             }
             queued += size_t(sizeof it->hdr + it->len - it->off);
             uint64_t off = it->off;
@@ -470,73 +504,74 @@ int Wan::write_some(Peer& p) {
             if (ok == 0) break;
             trim(ok);
         }
-        const bool warm = warming(p);
+        const bool warm = warming(l);
         if (warm) trim(kWarmChunk);
-        ssize_t w = io_writev(p, iov, n);
+        ssize_t w = io_writev(l, iov, n);
         if (w < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-            broken(p, "sending to " + peer_name(p.rank) + ": " + io_error(p));
+            broken(l, "sending to " + lane_name(l) + ": " + io_error(l));
             break;
         }
         pacer_.consume(size_t(w));
-        p.ctr.bytes_sent += uint64_t(w);
-        if (warm && w > 0) p.hold_until = base::now_ns() + int64_t(1e9 * double(w) / double(cap_));
+        l.ctr.bytes_sent += uint64_t(w);
+        if (warm && w > 0) l.hold_until = base::now_ns() + int64_t(1e9 * double(w) / double(cap_));
         uint64_t left = uint64_t(w);
-        while (left > 0 || (!p.wire.empty() && p.wire.front().off ==
-                                                   sizeof p.wire.front().hdr + p.wire.front().len)) {
-            Out& o = p.wire.front();
+        while (left > 0 || (!l.wire.empty() && l.wire.front().off ==
+                                                   sizeof l.wire.front().hdr + l.wire.front().len)) {
+            Out& o = l.wire.front();
             uint64_t rest = sizeof o.hdr + o.len - o.off;
             uint64_t take = std::min(rest, left);
             o.off += take;
             left -= take;
             if (o.off < sizeof o.hdr + o.len) break;
             if (o.op && o.op->on_complete) o.op->on_complete(o.op, true);
-            p.wire.pop_front();
-            p.ctr.msgs_sent++;
+            l.wire.pop_front();
+            l.ctr.msgs_sent++;
             done++;
         }
     }
     return done;
 }
 
-void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
-    std::string err = impi::decode_packet(p.hdr, maxlen_, &p.pk);
+void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
+    Peer& p = *l.peer;
+    std::string err = impi::decode_packet(l.hdr, maxlen_, &l.pk);
     if (!err.empty()) {
-        fail(p, "malformed IMPI packet from " + peer_name(p.rank) + ": " + err);
+        fail(p, "malformed IMPI packet from " + lane_name(l) + ": " + err);
         return;
     }
-    p.wlen = p.pk.len;
-    p.zin = false;
+    l.wlen = l.pk.len;
+    l.zin = false;
     uint32_t raw = 0;
     std::string zerr;
-    if (impi::compressed_len(p.pk, maxlen_, &raw, &zerr, &p.zin_filter)) {
-        if (!p.zstd || (p.zin_filter && !p.zfilter)) {
-            fail(p, "IMPI packet from " + peer_name(p.rank) + " is marked compressed" +
-                        (p.zin_filter ? " with a filter" : "") +
+    if (impi::compressed_len(l.pk, maxlen_, &raw, &zerr, &l.zin_filter)) {
+        if (!p.zstd || (l.zin_filter && !p.zfilter)) {
+            fail(p, "IMPI packet from " + lane_name(l) + " is marked compressed" +
+                        (l.zin_filter ? " with a filter" : "") +
                         " on a connection that did not negotiate it");
             return;
         }
         if (!zerr.empty()) {
-            fail(p, "malformed compressed IMPI packet from " + peer_name(p.rank) + ": " + zerr);
+            fail(p, "malformed compressed IMPI packet from " + lane_name(l) + ": " + zerr);
             return;
         }
-        p.zin = true;
-        p.pk.len = raw;  // from here on, the packet's length is the raw one
+        l.zin = true;
+        l.pk.len = raw;  // from here on, the packet's length is the raw one
     }
-    const Packet& pk = p.pk;
-    p.got = 0;
-    p.dst = nullptr;
-    p.elen = 0;
-    p.mode = Peer::In::discard;
+    const Packet& pk = l.pk;
+    l.got = 0;
+    l.dst = nullptr;
+    l.elen = 0;
+    l.mode = Lane::In::discard;
     if (pk.type == impi::PK_WAN_ACK) {
-        if (!p.resume) {
-            fail(p, "IMPI packet from " + peer_name(p.rank) + ": a stream acknowledgement on a "
+        if (!l.resume) {
+            fail(p, "IMPI packet from " + lane_name(l) + ": a stream acknowledgement on a "
                     "connection that did not negotiate resuming");
             return;
         }
-        if (!p.log.ack(pk.srqid))
-            fail(p, "IMPI packet from " + peer_name(p.rank) + " acknowledges " +
-                    std::to_string(pk.srqid) + " bytes, but only " + std::to_string(p.log.end()) +
+        if (!l.log.ack(pk.srqid))
+            fail(p, "IMPI packet from " + lane_name(l) + " acknowledges " +
+                    std::to_string(pk.srqid) + " bytes, but only " + std::to_string(l.log.end()) +
                     " were sent");
         return;
     }
@@ -548,9 +583,12 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
     if (pk.type != impi::PK_DATA && pk.type != impi::PK_DATASYNC) return;
     if (pk.cid > 0xffffffffu) {
         WANMPI_LOG(warn, "IMPI packet from %s with context id %llu (not one of ours); dropped",
-                   peer_name(p.rank).c_str(), (unsigned long long)pk.cid);
+                   lane_name(l).c_str(), (unsigned long long)pk.cid);
         return;
     }
+    // pk_seqnum orders matching packets across lanes (message_packet); on a link of one lane
+    // it means nothing to us (another IMPI may use the QoS field its own way).
+    if (p.k() <= 1) l.pk.seqnum = 0;
     Hdr h;
     if (pk.type == impi::PK_DATA && pk.drqid != 0) {
         // A later fragment of a long message: no matching, found by drqid.
@@ -564,53 +602,56 @@ void Wan::on_packet_header(Peer& p, transport::RecvSink& sink) {
         lr.off += pk.len;
         if (lr.off >= lr.size) p.long_recvs.erase(it);
         if (n == 0) return;
-        encode(h, p.ehdr);
-        p.elen = n;
-        p.mode = Peer::In::data;
+        encode(h, l.ehdr);
+        l.elen = n;
+        l.mode = Lane::In::data;
     } else if (pk.len < pk.msglen) {
         // DATASYNC carrying the first fragment of a long message: keep it, offer the engine an
         // RTS; its CTS becomes our SYNCACK.
         if (pk.type != impi::PK_DATASYNC) {
-            fail(p, "IMPI DATA packet from " + peer_name(p.rank) +
+            fail(p, "IMPI DATA packet from " + lane_name(l) +
                         " with pk_len < pk_msglen and no drqid");
             return;
         }
-        p.mode = Peer::In::first;
-        p.first_buf.resize(pk.len);
-        p.dst = p.first_buf.data();
-        p.elen = pk.len;
+        l.mode = Lane::In::first;
+        l.first_buf.resize(pk.len);
+        l.dst = l.first_buf.data();
+        l.elen = pk.len;
         return;
     } else {
         if (pk.len != pk.msglen) {
-            fail(p, "IMPI packet from " + peer_name(p.rank) + " has pk_len " +
+            fail(p, "IMPI packet from " + lane_name(l) + " has pk_len " +
                         std::to_string(pk.len) + " > pk_msglen " + std::to_string(pk.msglen));
             return;
         }
         h = match_hdr(F_EAGER, pk);
         h.flags = pk.type == impi::PK_DATASYNC ? FL_SYNC : 0;
-        encode(h, p.ehdr);
-        p.elen = pk.len;
-        p.mode = Peer::In::eager;
+        if (pk.type == impi::PK_DATASYNC && p.k() > 1) p.answer_lane[pk.srqid] = l.idx;
+        encode(h, l.ehdr);
+        l.elen = pk.len;
+        l.mode = Lane::In::eager;
     }
-    void* dst = sink.on_header(p.rank, p.ehdr, p.elen);
-    if (!dst && p.elen > 0) {
-        p.tmp.resize(p.elen);
-        dst = p.tmp.data();
+    void* dst = sink.on_header_at(l.rank, l.idx, l.ehdr, l.elen);
+    if (!dst && l.elen > 0) {
+        l.tmp.resize(l.elen);
+        dst = l.tmp.data();
     }
-    p.dst = static_cast<char*>(dst);
+    l.dst = static_cast<char*>(dst);
 }
 
-void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
-    const Packet& pk = p.pk;
+void Wan::on_packet_done(Lane& l, transport::RecvSink& sink) {
+    Peer& p = *l.peer;
+    const Packet& pk = l.pk;
     switch (pk.type) {
     case impi::PK_DATA:
     case impi::PK_DATASYNC:
-        if (p.mode == Peer::In::eager || p.mode == Peer::In::data) {
-            sink.on_frame(p.rank, p.ehdr, p.dst, p.elen);
-        } else if (p.mode == Peer::In::first) {
-            p.firsts[pk.srqid] = Peer::First{std::move(p.first_buf), pk.msglen};
-            p.first_buf = {};
-            deliver_ctrl(p, match_hdr(F_RTS, pk), sink);
+        if (l.mode == Lane::In::eager || l.mode == Lane::In::data) {
+            sink.on_frame_at(l.rank, l.idx, l.ehdr, l.dst, l.elen);
+        } else if (l.mode == Lane::In::first) {
+            p.firsts[pk.srqid] = Peer::First{std::move(l.first_buf), pk.msglen, l.idx};
+            if (p.k() > 1) p.answer_lane[pk.srqid] = l.idx;
+            l.first_buf = {};
+            deliver_ctrl(l, match_hdr(F_RTS, pk), sink);
         }
         break;
     case impi::PK_PROTOACK:
@@ -632,16 +673,17 @@ void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
             h.type = F_CTS;
             h.rreq = pk.drqid;
             h.size = s.size;
-            p.long_sends[pk.drqid] = LongSend{s.first, s.size, pk.srqid};
+            p.long_sends[pk.drqid] = LongSend{s.first, s.size, pk.srqid, s.lane};
         }
-        deliver_ctrl(p, h, sink);
+        deliver_ctrl(l, h, sink);
         break;
     }
     case impi::PK_CANCEL: {
+        if (p.k() > 1) p.answer_lane[pk.srqid] = l.idx;
         Hdr h;
         h.type = F_CANCEL_REQ;
         h.sreq = pk.srqid;
-        deliver_ctrl(p, h, sink);
+        deliver_ctrl(l, h, sink);
         break;
     }
     case impi::PK_CANCELYES:
@@ -651,27 +693,28 @@ void Wan::on_packet_done(Peer& p, transport::RecvSink& sink) {
         h.type = F_CANCEL_RESP;
         h.flags = pk.type == impi::PK_CANCELYES ? FL_YES : 0;
         h.sreq = pk.srqid;
-        deliver_ctrl(p, h, sink);
+        deliver_ctrl(l, h, sink);
         break;
     }
     case impi::PK_FINI:
-        p.fini_rcvd = true;
+        l.fini_rcvd = true;
         break;
     default:
         break;
     }
-    p.in_payload = false;
-    p.hdr_got = 0;
+    l.in_payload = false;
+    l.hdr_got = 0;
 }
 
-// Reads what the socket has for one peer (bounded, so one busy peer cannot starve the others)
+// Reads what the socket has for one lane (bounded, so one busy lane cannot starve the others)
 // and delivers whole packets. Returns the number of packets handled.
-int Wan::read_some(Peer& p, transport::RecvSink& sink) {
+int Wan::read_some(Lane& p, transport::RecvSink& sink) {
+    Peer& pr = *p.peer;
     int handled = 0;
     rpos_ = rend_ = 0;
     uint64_t budget = 8u << 20;
-    if (p.down || p.suspended) return 0;
-    while (p.alive && !p.down && budget > 0) {
+    if (p.down || p.suspended || p.fd < 0) return 0;
+    while (pr.alive && !p.down && budget > 0) {
         if (rpos_ == rend_) {
             // Big payload still to come: read it straight into its destination (a compressed
             // one into its staging buffer).
@@ -705,7 +748,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
             p.ctr.bytes_recv += uint64_t(n);
             budget -= std::min<uint64_t>(budget, uint64_t(n));
         }
-        while (rpos_ < rend_ && p.alive) {
+        while (rpos_ < rend_ && pr.alive) {
             if (!p.in_payload) {
                 size_t take = std::min(rend_ - rpos_, sizeof p.hdr - p.hdr_got);
                 std::memcpy(p.hdr + p.hdr_got, rbuf_.data() + rpos_, take);
@@ -713,7 +756,7 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
                 p.hdr_got += take;
                 if (p.hdr_got < sizeof p.hdr) break;
                 on_packet_header(p, sink);
-                if (!p.alive) break;
+                if (!pr.alive) break;
                 if (p.zin) {  // a compressed payload nobody wants is skipped, not decoded
                     if (p.dst && p.elen) p.zbuf.resize(p.wlen);
                     else p.zin = false;
@@ -746,22 +789,23 @@ int Wan::read_some(Peer& p, transport::RecvSink& sink) {
     return handled;
 eof:
     if (p.fini_rcvd && !p.in_payload && p.hdr_got == 0) {
-        // Orderly: the peer sent FINI and closed.
-        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-        p.tls.reset();
-        ::close(p.fd);
-        p.fd = -1;
-        p.alive = false;
+        // Orderly: the peer sent FINI on this lane and closed it. Once it closed them all, the
+        // peer is gone (nothing more can be sent to it; not a failure).
+        close_lane(p);
+        p.open = false;
+        bool any = false;
+        for (const auto& l : pr.lanes) any = any || l->open;
+        if (!any) pr.alive = false;
         return handled;
     }
-    broken(p, "the connection to " + peer_name(p.rank) + " closed without IMPI FINI (the rank or " +
-              (impi::relay_of(p.proc).empty() ? "its cluster died)" : "its cluster or the relay died)"));
+    broken(p, "the connection to " + lane_name(p) + " closed without IMPI FINI (the rank or " +
+              (impi::relay_of(pr.proc).empty() ? "its cluster died)" : "its cluster or the relay died)"));
     return handled;
 error:
     // TLS reports a close without close_notify as an error; after the peer's FINI it is the
     // peer's orderly end all the same.
     if (p.fini_rcvd && !p.in_payload && p.hdr_got == 0) goto eof;
-    broken(p, "receiving from " + peer_name(p.rank) + ": " + io_error(p));
+    broken(p, "receiving from " + lane_name(p) + ": " + io_error(p));
     return handled;
 }
 
@@ -775,9 +819,10 @@ int Wan::progress(transport::RecvSink& sink) {
         q.swap(local_);
         for (Local& l : q) {
             const Peer& lp = peers_[size_t(l.peer)];
-            if (!l.op && lp.alive && (lp.in_payload || lp.hdr_got > 0)) {
-                // The engine keeps one inbound frame per peer: a frame of ours must not land
-                // between the header and the end of a packet being read. Next time.
+            if (!l.op && lp.alive && (lp.lanes[0]->in_payload || lp.lanes[0]->hdr_got > 0)) {
+                // The engine keeps one inbound frame per peer and slot: a frame of ours (slot
+                // 0) must not land between the header and the end of a packet being read on
+                // lane 0. Next time.
                 local_.push_back(std::move(l));
                 continue;
             }
@@ -813,23 +858,22 @@ int Wan::progress(transport::RecvSink& sink) {
     for (size_t i = 0; i < np; ++i) {
         const int r = list_[(rr_ + i) % np];
         Peer& p = peers_[size_t(r)];
-        if (!p.alive) {
-            if (!p.failed_reported && !p.why.empty()) {
-                p.failed_reported = true;
-                sink.on_peer_failed(r, p.why);
+        for (size_t j = 0; j < p.lanes.size() && p.alive; ++j) {
+            Lane& l = *p.lanes[j];
+            if (l.down) {
+                n += reconnect_step(l);
+                if (l.down) continue;
             }
-            continue;
+            n += write_some(l);
+            n += read_some(l, sink);
+            if (l.resume && p.alive && !l.down && l.recv_off - l.acked_out >= wanlink::kAckEvery)
+                queue_ack(l);
         }
-        if (p.down) {
-            n += reconnect_step(p);
-            if (p.down) continue;
+        // PROTOACKs the reads queued (on lane 0), and granted DATA a PROTOACK let through
+        for (size_t j = 0; j < p.lanes.size() && p.alive; ++j) {
+            Lane& l = *p.lanes[j];
+            if (!l.down && (!l.wire.empty() || can_cut(p, l))) n += write_some(l);
         }
-        n += write_some(p);
-        n += read_some(p, sink);
-        if (p.resume && p.alive && !p.down && p.recv_off - p.acked_out >= wanlink::kAckEvery)
-            queue_ack(p);
-        // PROTOACKs the reads queued, and granted DATA a PROTOACK let through
-        if (p.alive && (!p.wire.empty() || can_cut(p))) n += write_some(p);
         if (!p.alive && !p.failed_reported && !p.why.empty()) {
             p.failed_reported = true;
             sink.on_peer_failed(r, p.why);
@@ -860,8 +904,10 @@ void Wan::share_caps() {
         if (!p.alive) continue;
         const uint64_t w = weight_.empty() ? 0 : weight_[size_t(r)];
         wall += w;
-        if (!p.wire.empty() || !p.held.empty() || !p.bulk.empty() ||
-            wanlink::socket_unsent(p.fd) > 0) {
+        bool b = !p.held.empty();
+        for (const auto& l : p.lanes)
+            b = b || !l->wire.empty() || !l->bulk.empty() || wanlink::socket_unsent(l->fd) > 0;
+        if (b) {
             ++busy;
             wsum += w;
             busy_[i] = 1;
@@ -889,7 +935,11 @@ void Wan::share_caps() {
         const Peer& p = peers_[size_t(r)];
         if (!p.alive) continue;
         const uint64_t w = busy_[i] || wsum == wall ? wsum : wsum + weight_[size_t(r)];
-        wanlink::set_socket_pacing(p.fd, cap_of(r, cap, w));
+        // Each of the peer's lanes gets the peer's cap (as in set_rate: one stream of a
+        // collective's step travels on one lane).
+        const uint64_t c = cap_of(r, cap, w);
+        for (const auto& l : p.lanes)
+            if (l->fd >= 0) wanlink::set_socket_pacing(l->fd, c);
     }
 }
 

@@ -1,6 +1,7 @@
 // Internals of the `wan` route (wan.hpp), shared by its two source files:
 //   wan.cpp       engine frames <-> IMPI packets, the data path, flow control, pacing;
-//   wan_link.cpp  the link under it (issue 13): TLS, the resumable stream, reconnects.
+//   wan_link.cpp  the link under it (issue 13): TLS, the resumable stream, reconnects, and the
+//                 opening of a link's extra lanes (issue 14).
 // Nothing here is used outside src/core/wan*.cpp. Threading: like every transport, called
 // under the engine's lock only.
 #pragma once
@@ -27,6 +28,7 @@
 #include "runtime/impi_wire.hpp"
 #include "wanlink/compress.hpp"
 #include "wanlink/handshake.hpp"
+#include "wanlink/lanes.hpp"
 #include "wanlink/pacer.hpp"
 #include "wanlink/replay.hpp"
 #include "wanlink/tcp_tune.hpp"
@@ -49,16 +51,17 @@ struct Out {
     std::unique_ptr<char[]> own;  // payload copy (try_send that could not write it all)
     bool counted = true;          // counts for flow control
     bool is_ack = false;          // PK_WAN_ACK
-    bool bulk = false;            // a cut of granted long-message DATA (Peer::bulk)
+    bool bulk = false;            // a cut of granted long-message DATA (Lane::bulk)
     // A DATA/DATASYNC payload that may go compressed (wanlink/compress.hpp): decided and done
     // just before its first byte is written (Wan::compress_out), so that compressing one
     // packet overlaps with the kernel sending the ones before it.
     bool zcand = false;
+    uint8_t lane = 0;             // the lane it goes on (Peer::held holds packets of all lanes)
 };
 
 // The DATA of a long message that the receiver granted (its SYNCACK came), as the engine posted
 // it (one frame per IMPI_C_DATALEN bytes). With WANMPI_WAN_PRIORITY it waits here and is cut into
-// wire packets of at most Peer::frag bytes one at a time, only when nothing else is queued:
+// wire packets of at most Lane::frag bytes one at a time, only when nothing else is queued:
 // every other packet passes it (docs/design/lanes.md, "Head-of-line blocking on one lane").
 struct Bulk {
     Packet pk;                    // the DATA packet; pk_len is set per cut
@@ -73,6 +76,7 @@ struct SendState {
     bool is_long = false;  // DATASYNC of a long (rendezvous) message; else a synchronous short one
     uint64_t size = 0;
     uint64_t first = 0;    // bytes the DATASYNC carried
+    uint8_t lane = 0;      // the message's lane: its DATA follows on it
 };
 // A long message being sent after SYNCACK: DATA frames from the engine start at offset 0; the
 // first `first` bytes already went with the DATASYNC.
@@ -80,6 +84,7 @@ struct LongSend {
     uint64_t first = 0;
     uint64_t size = 0;
     uint64_t srqid = 0;
+    uint8_t lane = 0;
 };
 // A long message being received (after our SYNCACK).
 struct LongRecv {
@@ -88,23 +93,25 @@ struct LongRecv {
     uint64_t size = 0;
 };
 
-struct Peer {
-    int rank = -1;
+struct Peer;
+
+// One TCP connection of a link (issue 14: a link to a peer host is k lanes; lane 0 is the
+// dance's connection). Each lane is a byte stream of its own: socket, TLS session, send log and
+// resume offsets (replay.hpp), receive state machine, queues of packets admitted to it.
+struct Lane {
+    Peer* peer = nullptr;  // the rank this lane belongs to
+    int rank = -1;         // peer->rank
+    uint8_t idx = 0;       // lane index: the engine's inbound slot (RecvSink::on_header_at)
     int fd = -1;
-    bool alive = false;
-    bool failed_reported = false;
-    bool fini_sent = false, fini_rcvd = false;
+    bool open = true;      // false once closed in order after the peer's FINI on it
+    bool fini_rcvd = false;
     bool want_out = false;  // EPOLLOUT registered
-    std::string why;
-    impi::Proc proc;
-    std::deque<Out> wire, held;
+    std::deque<Out> wire;
     std::deque<Bulk> bulk;  // granted DATA not yet cut (WANMPI_WAN_PRIORITY), in order
     uint64_t frag = 0;      // wire packet size for granted DATA (retune)
     int64_t tuned_at = 0;   // last retune (ns)
     int lowat_fd = -1;      // the socket retune last ran for (a reconnect brings a new one)
     int64_t lowat = -1;     // the value set there
-    uint64_t sent = 0;  // counted packets not yet acknowledged
-    uint64_t rcvd = 0;  // counted packets received since the last PROTOACK
     // receive state machine
     uint8_t hdr[impi::kPacketHeader];
     size_t hdr_got = 0;
@@ -115,11 +122,9 @@ struct Peer {
     char* dst = nullptr;                   // where payload bytes [0, elen) go
     uint64_t got = 0;                      // payload bytes of the packet read so far
     enum class In : uint8_t { eager, data, first, discard } mode = In::discard;
-    // Compression (negotiated at the dance: both HELLOs had kFlagZstd). A compressed packet's
-    // pk.len is rewritten to its raw length on arrival: everything above works on raw
-    // lengths; `wlen` is what follows on the wire, read into `zbuf` and decoded at its end.
-    bool zstd = false;
-    bool zfilter = false;      // ... and filtered payloads (kFlagZfilter on both sides)
+    // Compression: a compressed packet's pk.len is rewritten to its raw length on arrival:
+    // everything above works on raw lengths; `wlen` is what follows on the wire, read into
+    // `zbuf` and decoded at its end.
     bool zin = false;          // the packet being read is compressed (and wanted)
     uint8_t zin_filter = 0;    // its filter (wanlink::Filter), undone after zstd
     // The filter this peer's payloads go through (auto: re-chosen by sampling every
@@ -137,33 +142,62 @@ struct Peer {
     int64_t link_at = 0;
     std::vector<char> tmp;
     std::vector<char> first_buf;
-    std::map<uint64_t, SendState> sends;
-    std::map<uint64_t, LongSend> long_sends;     // by drqid
-    struct First {
-        std::vector<char> data;
-        uint64_t size = 0;  // pk_msglen
-    };
-    std::map<uint64_t, First> firsts;            // by srqid
-    std::map<uint64_t, LongRecv> long_recvs;     // by drqid
     wanlink::LinkCounters ctr;                   // WANMPI_WAN_STATS
     int64_t hold_until = 0;                      // no writes before (stagger)
     // The link (issue 13, wanlink/): TLS, and the resumable stream (replay.hpp). While `down`
     // the peer stays alive for MPI: sends queue in `wire`, and the stream resumes at the
-    // peer's recv_off once a reconnect succeeds (or the peer fails after reconnect_ms).
+    // peer's recv_off once a reconnect succeeds (or the peer fails after reconnect_ms). An
+    // extra lane starts down with `opening` set: its first connection is a reconnect from
+    // offset 0 (HELLO kind 2), and it may take until the dance's timeout.
     std::unique_ptr<wanlink::Tls> tls;
-    bool want_tls = false;
     bool resume = false;
+    bool opening = false;
     wanlink::SendLog log;
     uint64_t recv_off = 0;     // bytes of the peer's stream consumed
     uint64_t acked_out = 0;    // recv_off last sent in a PK_WAN_ACK
     uint64_t replay_pos = 0;   // next log byte to write; < log.end() while resending
     bool down = false;
-    bool suspended = false;    // a reconnect handshake for this peer is under way: no reads
+    bool suspended = false;    // a reconnect handshake for this lane is under way: no reads
     int64_t down_since = 0;
     int64_t next_try = 0, backoff_ms = 10;
     std::string down_why;
     uint32_t reconnects = 0;
     uint64_t skip_in = 0;      // bytes of the new connection already consumed on the old one
+};
+
+// A peer rank of another cluster: what IMPI keeps per proc pair (flow control, the request
+// ids of messages in flight) and its lanes. Flow control counts packets of every lane (IMPI's
+// counters are per pair and commutative: docs/design/lanes.md).
+struct Peer {
+    int rank = -1;
+    bool alive = false;
+    bool failed_reported = false;
+    bool fini_sent = false;
+    std::string why;
+    impi::Proc proc;
+    std::deque<Out> held;  // counted packets waiting for the window (and FINIs), in order
+    uint64_t sent = 0;  // counted packets not yet acknowledged
+    uint64_t rcvd = 0;  // counted packets received since the last PROTOACK
+    // Compression (negotiated at the dance: both HELLOs had kFlagZstd; filters: kFlagZfilter).
+    bool zstd = false;
+    bool zfilter = false;
+    std::vector<std::unique_ptr<Lane>> lanes;  // [0]: the dance's connection
+    unsigned k() const { return unsigned(lanes.size()); }
+    // Lanes > 1: the next pk_seqnum of a matching packet, per context id (numbers start at 1;
+    // 0 means "not numbered": a link of one lane, or a plain IMPI peer).
+    std::map<uint32_t, uint64_t> seq_out;
+    // srqid -> the lane a DATASYNC or CANCEL came on: the answers to it (SYNCACK, CANCELYES/NO)
+    // go back on that lane, in order with each other.
+    std::map<uint64_t, uint8_t> answer_lane;
+    std::map<uint64_t, SendState> sends;
+    std::map<uint64_t, LongSend> long_sends;     // by drqid
+    struct First {
+        std::vector<char> data;
+        uint64_t size = 0;  // pk_msglen
+        uint8_t lane = 0;   // the lane of its DATASYNC (our SYNCACK goes back on it)
+    };
+    std::map<uint64_t, First> firsts;            // by srqid
+    std::map<uint64_t, LongRecv> long_recvs;     // by drqid
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -173,6 +207,7 @@ struct Pending {
     uint8_t rank[4] = {};
     size_t got = 0;
     int peer = -1;
+    Lane* lane = nullptr;  // known once the connector's HELLO named it (deferred answer)
     std::unique_ptr<wanlink::LinkHandshake> hs;
     int64_t deadline = 0;
     std::string from;
@@ -189,14 +224,15 @@ inline Hdr match_hdr(uint8_t type, const Packet& pk) {
     h.tag = pk.tag;
     h.size = pk.msglen;
     h.sreq = pk.srqid;
+    h.seq = pk.seqnum;  // laned links (core/seq_order.hpp); 0 otherwise
     return h;
 }
 
 // Hand the engine a frame without payload (RTS, SYNC_ACK/FIN/CTS, CANCEL_*): header, then done.
-inline void deliver_ctrl(Peer& p, const Hdr& h, transport::RecvSink& sink) {
-    encode(h, p.ehdr);
-    sink.on_header(p.rank, p.ehdr, 0);
-    sink.on_frame(p.rank, p.ehdr, nullptr, 0);
+inline void deliver_ctrl(Lane& l, const Hdr& h, transport::RecvSink& sink) {
+    encode(h, l.ehdr);
+    sink.on_header_at(l.rank, l.idx, l.ehdr, 0);
+    sink.on_frame_at(l.rank, l.idx, l.ehdr, nullptr, 0);
 }
 
 // A frame for the engine produced outside progress() (the stored first fragment after CTS), or
@@ -226,39 +262,55 @@ public:
         my_proc_ = job.procs[size_t(me)].id;
         peers_.reset(new Peer[size_t(job.size())]);
         const wanlink::TcpTuning tuning = wanlink::tcp_tuning_from_env();
+        tuning_ = tuning;
         epfd_ = epoll_create1(EPOLL_CLOEXEC);
+        bool any_lanes = false;
         for (int r : peers) {
             Peer& p = peers_[size_t(r)];
             p.rank = r;
-            p.fd = conns[size_t(r)].release();
-            p.alive = p.fd >= 0;
             p.proc = job.procs[size_t(r)].id;
+            const int fd = conns[size_t(r)].release();
+            p.alive = fd >= 0;
             if (!p.alive) {
                 p.why = "no IMPI connection to rank " + std::to_string(r);
                 continue;
             }
+            bool resume = false;
+            unsigned k = 1;
             if (size_t(r) < links_.results.size()) {
-                p.resume = links_.results[size_t(r)].resume && reconnect_ms_ > 0;
-                p.want_tls = links_.results[size_t(r)].tls;
-                p.zstd = links_.results[size_t(r)].compress && zpol_.mode != wanlink::CompressPolicy::off;
-                p.zfilter = p.zstd && links_.results[size_t(r)].zfilter;
+                const impi::LinkResult& lr = links_.results[size_t(r)];
+                resume = lr.resume && reconnect_ms_ > 0;
+                p.zstd = lr.compress && zpol_.mode != wanlink::CompressPolicy::off;
+                p.zfilter = p.zstd && lr.zfilter;
+                if (lr.ext) k = std::clamp(lr.lanes, 1u, wanlink::kMaxLanes);
             }
-            if (size_t(r) < links_.tls.size()) p.tls = std::move(links_.tls[size_t(r)]);
-            base::set_nonblock(p.fd, true);
-            base::set_nodelay(p.fd);
-            wanlink::tune_socket(p.fd, tuning);
-            if (p.resume) wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
-            epoll_event ev{};
-            ev.events = EPOLLIN;
-            ev.data.u32 = uint32_t(r);
-            epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
+            for (unsigned i = 0; i < k; ++i) {
+                auto l = std::make_unique<Lane>();
+                l->peer = &p;
+                l->rank = r;
+                l->idx = uint8_t(i);
+                l->resume = resume;
+                p.lanes.push_back(std::move(l));
+            }
+            Lane& l0 = *p.lanes[0];
+            l0.fd = fd;
+            if (size_t(r) < links_.tls.size()) l0.tls = std::move(links_.tls[size_t(r)]);
+            start_socket(l0);
+            // The extra lanes: the side that dialled at the dance dials them now, the other
+            // accepts them on its host socket (serve_reconnects), like reconnects from offset 0.
+            for (unsigned i = 1; i < k; ++i) {
+                Lane& l = *p.lanes[i];
+                l.opening = true;
+                l.down = true;
+                l.down_why = "lane " + std::to_string(i) + " to " + peer_name(r) + " not opened";
+                l.down_since = l.next_try = base::now_ns() / 1000000;
+            }
+            any_lanes = any_lanes || k > 1;
             list_.push_back(r);
-            any_resume_ = any_resume_ || p.resume;
-            retune(p);  // TCP_NOTSENT_LOWAT from the first byte
+            any_resume_ = any_resume_ || resume;
         }
-        tuning_ = tuning;
-        // Reconnects come in on the host socket of the dance (only if some peer can resume).
-        if (any_resume_ && links_.listener) {
+        // Reconnects and extra lanes come in on the host socket of the dance.
+        if ((any_resume_ || any_lanes) && links_.listener) {
             base::set_nonblock(links_.listener.get(), true);
             epoll_event lev{};
             lev.events = EPOLLIN;
@@ -300,7 +352,10 @@ public:
     bool flushed() const override {
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
-            if (p.alive && (!p.wire.empty() || !p.held.empty() || !p.bulk.empty())) return false;
+            if (!p.alive) continue;
+            if (!p.held.empty()) return false;
+            for (const auto& l : p.lanes)
+                if (l->open && (!l->wire.empty() || !l->bulk.empty())) return false;
         }
         return true;
     }
@@ -314,42 +369,39 @@ public:
             const int64_t now = base::now_ns();
             throttled = !pacer_.ready(now);
             if (throttled)
-                for (int r : list_)
-                    if (peers_[size_t(r)].alive && !peers_[size_t(r)].wire.empty()) {
-                        arm_timer(pacer_.wait_ns(pacer_.depth(), now));
-                        break;
-                    }
+                for_lanes([&](Peer&, Lane& l) {
+                    if (!l.wire.empty()) arm_timer(pacer_.wait_ns(pacer_.depth(), now));
+                });
         }
         bool wake = false;
-        for (int r : list_) {
-            Peer& p = peers_[size_t(r)];
-            if (!p.alive) continue;
-            if (p.down || !incoming_.empty()) {
+        for_lanes([&](Peer& p, Lane& l) {
+            if (l.down || !incoming_.empty()) {
                 // Reconnect attempts, the reconnect deadline and pending handshakes are timed:
                 // come back at the next attempt (the listener wakes the accepting side).
                 // (Handshake bytes of pending connections wake us through epoll; the timer only
                 // enforces their deadline.)
                 const int64_t now_ms = base::now_ns() / 1000000;
                 int64_t at = now_ms + 1000;
-                if (p.down) {
-                    at = std::min(at, p.down_since + reconnect_ms_);
-                    if (me_ > p.rank) at = std::min(at, p.next_try);
+                if (l.down) {
+                    at = std::min(at, l.down_since + down_limit_ms(l));
+                    if (me_ > p.rank) at = std::min(at, l.next_try);
                 }
                 arm_timer(std::max<int64_t>(at - now_ms, 0) * 1000000);
-                if (p.down) continue;
+                if (l.down) return;
             }
+            if (l.fd < 0) return;
             // Plaintext TLS already decrypted is not in the socket: epoll would not wake us.
-            if (p.tls && p.tls->pending() && !p.suspended) wake = true;
-            bool want = (!p.wire.empty() || can_cut(p) || (p.tls && p.tls->backlog() > 0) ||
-                         p.replay_pos < p.log.end()) &&
-                        !throttled && !held_back(p);
-            if (want == p.want_out) continue;
+            if (l.tls && l.tls->pending() && !l.suspended) wake = true;
+            bool want = (!l.wire.empty() || can_cut(p, l) || (l.tls && l.tls->backlog() > 0) ||
+                         l.replay_pos < l.log.end()) &&
+                        !throttled && !held_back(l);
+            if (want == l.want_out) return;
             epoll_event ev{};
             ev.events = EPOLLIN | (want ? uint32_t(EPOLLOUT) : 0u);
-            ev.data.u32 = uint32_t(r);
-            epoll_ctl(epfd_, EPOLL_CTL_MOD, p.fd, &ev);
-            p.want_out = want;
-        }
+            ev.data.u32 = tag_of(l);
+            epoll_ctl(epfd_, EPOLL_CTL_MOD, l.fd, &ev);
+            l.want_out = want;
+        });
         if (wake && evfd_ >= 0) {
             uint64_t one = 1;
             ssize_t w = ::write(evfd_, &one, sizeof one);
@@ -367,12 +419,10 @@ public:
         pending_ = false;
         if (cap_ != 0 && (cap == 0 || cap > cap_)) {
             int64_t wait_ns = 0;
-            for (int r : list_) {
-                const Peer& p = peers_[size_t(r)];
-                if (!p.alive) continue;
-                const int64_t unsent = wanlink::socket_unsent(p.fd);
+            for_lanes([&](Peer&, Lane& l) {
+                const int64_t unsent = wanlink::socket_unsent(l.fd);
                 if (unsent > 0) wait_ns = std::max(wait_ns, int64_t(1e9 * double(unsent) / double(cap_)));
-            }
+            });
             if (wait_ns > 0) {
                 pending_ = true;
                 pend_rate_ = bytes_per_s;
@@ -403,17 +453,18 @@ public:
         uint64_t wsum = 0;
         for (int r : list_)
             if (peers_[size_t(r)].alive && !weight_.empty()) wsum += weight_[size_t(r)];
-        for (int r : list_) {
-            Peer& p = peers_[size_t(r)];
-            if (!p.alive) continue;
-            if (int e = wanlink::set_socket_pacing(p.fd, cap_of(r, cap, wsum));
+        // Each lane gets its peer's whole cap: one (communicator, tag) stream, which is what a
+        // collective's step sends, travels on one lane.
+        for_lanes([&](Peer& p, Lane& l) {
+            if (l.fd < 0) return;
+            if (int e = wanlink::set_socket_pacing(l.fd, cap_of(p.rank, cap, wsum));
                 e && !pacing_said_) {
                 pacing_said_ = true;
                 WANMPI_LOG(warn, "SO_MAX_PACING_RATE not applied (%s): only wanmpi's own "
                                  "budget paces the WAN sockets", std::strerror(e));
             }
-            if (restore) wanlink::restore_window(p.fd);
-        }
+            if (restore) wanlink::restore_window(l.fd);
+        });
     }
     void set_weights(const std::vector<std::pair<int, uint64_t>>& w) override {
         // The next set_rate and share_caps pass apply the caps again even if budget and
@@ -442,7 +493,7 @@ public:
             Peer& p = peers_[size_t(r)];
             if (!p.alive) continue;
             const int64_t at = first_ns + k++ * stride_ns;
-            p.hold_until = at > 0 ? now + at : 0;
+            for (auto& l : p.lanes) l->hold_until = at > 0 ? now + at : 0;
         }
     }
     int flows() const override { return pending_ ? pend_flows_ : flows_; }
@@ -450,31 +501,38 @@ public:
         std::vector<wanlink::LinkStat> v;
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
-            wanlink::LinkStat s;
-            s.rank = me_;
-            s.peer_rank = r;
-            s.peer_cluster = job_.procs[size_t(r)].client;
-            s.peer_host = job_.hosts[size_t(job_.procs[size_t(r)].host)].addr();
-            s.c = p.ctr;
-            s.tcp = wanlink::read_tcp_info(p.fd);
-            s.cc = p.fd >= 0 ? wanlink::socket_cc(p.fd) : "";
-            v.push_back(std::move(s));
+            for (const auto& l : p.lanes) {
+                wanlink::LinkStat s;
+                s.rank = me_;
+                s.peer_rank = r;
+                s.peer_cluster = job_.procs[size_t(r)].client;
+                s.peer_host = job_.hosts[size_t(job_.procs[size_t(r)].host)].addr();
+                s.lane = l->idx;
+                s.c = l->ctr;
+                s.tcp = wanlink::read_tcp_info(l->fd);
+                s.cc = l->fd >= 0 ? wanlink::socket_cc(l->fd) : "";
+                v.push_back(std::move(s));
+            }
         }
         return v;
     }
     uint64_t max_frame() const override { return maxlen_; }
 
+    // FINI on every lane, each after that lane's data (admit holds it behind the lane's bulk).
     void begin_fini() override {
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
             if (!p.alive || p.fini_sent) continue;
-            Packet pk;
-            pk.type = impi::PK_FINI;
-            pk.src.pid = -1;
-            pk.dest.pid = -1;
-            Out& o = p.held.emplace_back();
-            impi::encode_packet(pk, o.hdr);
-            o.counted = false;
+            for (unsigned i = 0; i < p.k(); ++i) {
+                Packet pk;
+                pk.type = impi::PK_FINI;
+                pk.src.pid = -1;
+                pk.dest.pid = -1;
+                Out& o = p.held.emplace_back();
+                impi::encode_packet(pk, o.hdr);
+                o.counted = false;
+                o.lane = uint8_t(i);
+            }
             p.fini_sent = true;
             admit(p);
         }
@@ -482,14 +540,47 @@ public:
     bool fini_done() const override {
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
-            if (p.alive && (!p.fini_rcvd || !p.wire.empty() || !p.held.empty() || !p.bulk.empty()))
-                return false;
+            if (!p.alive) continue;
+            if (!p.held.empty()) return false;
+            for (const auto& l : p.lanes)  // (a lane the peer closed after its FINI is done)
+                if (l->open && (!l->fini_rcvd || !l->wire.empty() || !l->bulk.empty()))
+                    return false;
         }
         return true;
     }
 
 private:
     static constexpr size_t kStage = 256 * 1024;
+
+    template <class F> void for_lanes(F&& f) {
+        for (int r : list_) {
+            Peer& p = peers_[size_t(r)];
+            if (!p.alive) continue;
+            for (auto& l : p.lanes) f(p, *l);
+        }
+    }
+    // epoll's tag of a lane's socket (progress() visits every lane anyway; only the special
+    // tags below must not collide).
+    static uint32_t tag_of(const Lane& l) { return uint32_t(l.rank) | uint32_t(l.idx) << 24; }
+    // A new socket of a lane (the dance's, an extra lane's, a reconnect's): options, epoll.
+    void start_socket(Lane& l) {
+        base::set_nonblock(l.fd, true);
+        base::set_nodelay(l.fd);
+        wanlink::tune_socket(l.fd, tuning_);
+        if (l.resume) wanlink::set_keepalive(l.fd, wanlink::keepalive_s());
+        if (cap_) wanlink::set_socket_pacing(l.fd, cap_);
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u32 = tag_of(l);
+        epoll_ctl(epfd_, EPOLL_CTL_ADD, l.fd, &ev);
+        l.want_out = false;
+        retune(l);  // TCP_NOTSENT_LOWAT from the first byte
+    }
+    // How long a lane may stay down: a broken one WANMPI_WAN_RECONNECT_S, one not opened yet
+    // the dance's 30 s.
+    int64_t down_limit_ms(const Lane& l) const {
+        return l.opening ? std::max<int64_t>(reconnect_ms_, 30000) : reconnect_ms_;
+    }
 
     Packet base_packet(const Peer& p, uint32_t type) const {
         Packet pk;
@@ -500,7 +591,9 @@ private:
     }
     // The packet of a message to be matched (DATA/DATASYNC): the engine header's context id,
     // source, tag, size and request id; `len` bytes of it in this packet. (match_hdr reverses it.)
-    Packet message_packet(const Peer& p, uint32_t type, const Hdr& h, uint64_t len) const {
+    // On a link of several lanes it is numbered per context id (pk_seqnum, a QoS field plain
+    // IMPI leaves 0): the receiver restores MPI's order across lanes with it.
+    Packet message_packet(Peer& p, uint32_t type, const Hdr& h, uint64_t len) {
         Packet pk = base_packet(p, type);
         pk.len = uint32_t(len);
         pk.msglen = h.size;
@@ -508,46 +601,53 @@ private:
         pk.lsrank = h.src;
         pk.tag = h.tag;
         pk.cid = h.ctx;
+        if (p.k() > 1) {
+            uint64_t& n = p.seq_out[h.ctx];
+            pk.seqnum = ++n;
+        }
         return pk;
     }
-    // Engine frame -> packet. Returns false if nothing goes on the wire (the frame is dropped or
-    // handled locally). May queue Local events. `payload` is the frame's payload.
+    // Which lane an engine frame goes on (docs/design/lanes.md, "Which lane a packet takes").
+    uint8_t lane_for(Peer& p, const Hdr& h) const;
+    // Engine frame -> packet (o.lane set). Returns false if nothing goes on the wire (the frame
+    // is dropped or handled locally). May queue Local events. `payload` is the frame's payload.
     bool translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Out& o);
     void admit(Peer& p) {
         while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
-            // FINI (the one uncounted packet held) follows every byte of data.
-            if (!p.held.front().counted && !p.bulk.empty()) break;
+            Lane& l = *p.lanes[p.held.front().lane];
+            // FINI (the one uncounted packet held) follows every byte of data of its lane.
+            if (!p.held.front().counted && !l.bulk.empty()) break;
             if (p.held.front().counted) p.sent++;
-            to_wire(p, std::move(p.held.front()));
+            to_wire(l, std::move(p.held.front()));
             p.held.pop_front();
         }
     }
     // Into the byte stream's queue: behind everything, except cuts of granted DATA not started
     // yet, which it passes (the order among all other packets stays as queued).
-    void to_wire(Peer& p, Out&& o) {
-        auto at = p.wire.end();
-        while (at != p.wire.begin() && std::prev(at)->bulk && std::prev(at)->off == 0) --at;
-        p.wire.insert(at, std::move(o));
+    void to_wire(Lane& l, Out&& o) {
+        auto at = l.wire.end();
+        while (at != l.wire.begin() && std::prev(at)->bulk && std::prev(at)->off == 0) --at;
+        l.wire.insert(at, std::move(o));
     }
     // Granted DATA gets a window slot only while no other counted packet waits for one, and
     // never the last quarter of the window: a small message finds a slot without waiting for
     // the PROTOACKs of bulk data (hiwater < 4: no reserve, or nothing would move).
     // (An uncounted packet held is FINI, which waits for `bulk` itself.)
-    bool can_cut(const Peer& p) const {
-        return !p.bulk.empty() && (p.held.empty() || !p.held.front().counted) &&
+    bool can_cut(const Peer& p, const Lane& l) const {
+        return !l.bulk.empty() && (p.held.empty() || !p.held.front().counted) &&
                p.sent + hiwater_ / 4 < hiwater_;
     }
     // The next wire packet of granted DATA into `wire` (empty then): at most `frag` bytes.
-    bool cut_bulk(Peer& p);
+    bool cut_bulk(Peer& p, Lane& l);
     // WANMPI_WAN_NOTSENT_LOWAT and WANMPI_WAN_FRAGMENT (auto: from the connection's window),
     // re-read every 10 ms while granted DATA flows.
-    void retune(Peer& p);
-    uint64_t frag_of(Peer& p);
-    bool can_send_now(const Peer& p) const {
-        return p.alive && !p.down && !p.suspended && p.wire.empty() && p.held.empty() &&
-               p.sent < hiwater_ && p.replay_pos == p.log.end() &&
-               !(p.tls && p.tls->backlog() > 0) && !(p.resume && p.log.full()) &&
-               (!p.hold_until || !held_back(p)) && !warming(p);
+    void retune(Lane& l);
+    uint64_t frag_of(Lane& l);
+    bool can_send_now(const Peer& p, const Lane& l) const {
+        return p.alive && !l.down && !l.suspended && l.wire.empty() && p.held.empty() &&
+               p.sent < hiwater_ && l.replay_pos == l.log.end() &&
+               !(l.tls && l.tls->backlog() > 0) && !(l.resume && l.log.full()) &&
+               (!l.hold_until || !held_back(l)) && !warming(l);
     }
     // Linux paces nothing before a connection's tenth data segment: its initial window leaves
     // at NIC speed, and many connections starting together overflow the bottleneck (at
@@ -557,32 +657,42 @@ private:
     // its cap, from write_some (try_send defers to it).
     static constexpr uint64_t kWarm = 16384;
     static constexpr size_t kWarmChunk = 2 * 1448;
-    bool warming(const Peer& p) const { return cap_ != 0 && p.ctr.bytes_sent < kWarm; }
+    bool warming(const Lane& l) const { return cap_ != 0 && l.ctr.bytes_sent < kWarm; }
     // A staggered start not reached yet (arms the timer for it).
-    bool held_back(const Peer& p) const {
-        if (!p.hold_until) return false;
+    bool held_back(const Lane& l) const {
+        if (!l.hold_until) return false;
         const int64_t now = base::now_ns();
-        if (now >= p.hold_until) return false;
-        const_cast<Wan*>(this)->arm_timer(p.hold_until - now);
+        if (now >= l.hold_until) return false;
+        const_cast<Wan*>(this)->arm_timer(l.hold_until - now);
         return true;
     }
-    int write_some(Peer& p);
+    int write_some(Lane& l);
     // Compression (wanlink/compress.hpp): compress_out decides for a candidate packet about to
     // be written, and replaces its payload and header by the compressed ones if it goes
     // compressed; inflate decodes a compressed packet just read (false: the peer failed).
-    void compress_out(Peer& p, Out& o);
-    uint64_t link_rate(Peer& p);
-    bool inflate(Peer& p);
+    void compress_out(Lane& l, Out& o);
+    uint64_t link_rate(Lane& l);
+    bool inflate(Lane& l);
     void share_caps();
-    int read_some(Peer& p, transport::RecvSink& sink);
-    void on_packet_header(Peer& p, transport::RecvSink& sink);
-    void on_packet_done(Peer& p, transport::RecvSink& sink);
+    int read_some(Lane& l, transport::RecvSink& sink);
+    void on_packet_header(Lane& l, transport::RecvSink& sink);
+    void on_packet_done(Lane& l, transport::RecvSink& sink);
+    // PROTOACK on lane 0: flow control is per proc pair, whatever lane the packets came on.
     void send_protoack(Peer& p) {
         Packet pk = base_packet(p, impi::PK_PROTOACK);
         Out o;
         impi::encode_packet(pk, o.hdr);
         o.counted = false;
-        to_wire(p, std::move(o));
+        to_wire(*p.lanes[0], std::move(o));
+    }
+    void close_lane(Lane& l) {
+        l.tls.reset();
+        if (l.fd >= 0) {
+            epoll_ctl(epfd_, EPOLL_CTL_DEL, l.fd, nullptr);
+            ::close(l.fd);
+        }
+        l.fd = -1;
+        l.want_out = false;
     }
     void fail(Peer& p, const std::string& why) {
         if (!p.alive) return;
@@ -590,44 +700,44 @@ private:
         WANMPI_LOG(warn, "%s", why.c_str());
         p.alive = false;
         p.why = why;
-        p.tls.reset();
-        if (p.fd >= 0) {
-            epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-            ::close(p.fd);
-        }
-        p.fd = -1;
-        for (auto* q : {&p.wire, &p.held})
-            for (Out& o : *q)
-                if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
-        for (Bulk& b : p.bulk)
-            if (b.op) push_local(Local{p.rank, b.op, false, {}, {}});
-        p.wire.clear();
+        for (Out& o : p.held)
+            if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
         p.held.clear();
-        p.bulk.clear();
+        for (auto& lp : p.lanes) {
+            Lane& l = *lp;
+            close_lane(l);
+            l.open = false;
+            for (Out& o : l.wire)
+                if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
+            for (Bulk& b : l.bulk)
+                if (b.op) push_local(Local{p.rank, b.op, false, {}, {}});
+            l.wire.clear();
+            l.bulk.clear();
+        }
     }
     // ---- the link: TLS, the resumable stream, reconnects (issue 13) ----------------------------
     // Writes through TLS or to the socket; what was taken goes into the log of a resumable
     // stream (a copy: the bytes must outlive the caller's buffer until the peer confirms them).
-    ssize_t io_writev(Peer& p, const iovec* iov, int n);
-    ssize_t raw_recv(Peer& p, void* buf, size_t n);
-    ssize_t io_recv(Peer& p, void* buf, size_t n);
-    std::string io_error(const Peer& p) const;
+    ssize_t io_writev(Lane& l, const iovec* iov, int n);
+    ssize_t raw_recv(Lane& l, void* buf, size_t n);
+    ssize_t io_recv(Lane& l, void* buf, size_t n);
+    std::string io_error(const Lane& l) const;
     // The connection broke. A resumable stream goes down and waits for a reconnect (MPI sees
     // nothing); anything else fails the peer. A TLS record that failed authentication (altered
     // on the way) is dropped by TLS before a byte of it is delivered, so the stream resumes
     // just before it, from an untouched copy: an attacker who alters data costs a reconnect.
-    void broken(Peer& p, const std::string& why);
+    void broken(Lane& l, const std::string& why);
     // "I have consumed recv_off bytes of your stream": at the front of the queue (after a packet
     // half written), so that it overtakes data a full log holds back.
-    void queue_ack(Peer& p);
-    wanlink::Hello hello_for(const Peer& p) const;
-    // A new connection for a peer whose link handshake (and TLS) succeeded: resume the stream
-    // where the peer stopped.
-    bool resume_on(Peer& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
+    void queue_ack(Lane& l);
+    wanlink::Hello hello_for(const Lane& l) const;
+    // A new connection for a lane whose link handshake (and TLS) succeeded: resume the stream
+    // where the peer stopped (an extra lane's first connection: from 0).
+    bool resume_on(Lane& l, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
                    uint64_t peer_recv_off, uint64_t skip_in = 0);
     // The side that dialled at the dance (the higher host) dials again; the other waits on its
     // host socket (serve_reconnects). Both give up after WANMPI_WAN_RECONNECT_S.
-    int reconnect_step(Peer& p);
+    int reconnect_step(Lane& l);
     int serve_reconnects();
 
     void push_local(Local l) {
@@ -665,10 +775,12 @@ private:
     void close_all() {
         for (int r : list_) {
             Peer& p = peers_[size_t(r)];
-            if (p.tls) p.tls->shutdown();  // close_notify: an orderly end, not a truncation
-            p.tls.reset();
-            if (p.fd >= 0) ::close(p.fd);
-            p.fd = -1;
+            for (auto& l : p.lanes) {
+                if (l->tls) l->tls->shutdown();  // close_notify: an orderly end, not a truncation
+                l->tls.reset();
+                if (l->fd >= 0) ::close(l->fd);
+                l->fd = -1;
+            }
             p.alive = false;
         }
         if (epfd_ >= 0) ::close(epfd_);
@@ -683,6 +795,12 @@ private:
         return "rank " + std::to_string(r) + " (cluster " + std::to_string(pe.client) + ", " +
                h.addr() + ":" + std::to_string(h.port) +
                (relay.empty() ? "" : ", through impi-relay at " + relay) + ")";
+    }
+    // The peer, and the lane when the link has several.
+    std::string lane_name(const Lane& l) const {
+        std::string n = peer_name(l.rank);
+        if (l.peer->k() > 1) n += " lane " + std::to_string(l.idx);
+        return n;
     }
 
     const impi::Job& job_;
@@ -731,7 +849,7 @@ private:
     static constexpr uint8_t kFilterProbe = 16;
     std::vector<char> zfbuf_;  // a decoded payload on its way through filter_decode
     std::vector<char> rbuf_;
-    size_t rpos_ = 0, rend_ = 0;  // staging buffer of the peer being read (drained per call)
+    size_t rpos_ = 0, rend_ = 0;  // staging buffer of the lane being read (drained per call)
 };
 
 }  // namespace wanmpi::core::wan_internal

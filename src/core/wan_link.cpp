@@ -2,6 +2,9 @@
 // TLS, the send log of a resumable stream and its acknowledgements, a broken connection going
 // down instead of dead, and the two sides of a reconnect (the higher host dials again, the
 // other accepts on the host socket kept from the dance). The wire formats are wanlink's.
+// Every lane of a link (issue 14) is such a stream of its own: a reconnect names its lane in the
+// HELLO, and an extra lane's first connection is a "reconnect" from offset 0 (HELLO kind 2),
+// so opening lanes and resuming them after a reset are one code path.
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -19,7 +22,7 @@ namespace {
 int64_t now_ms() { return base::now_ns() / 1000000; }
 }  // namespace
 
-ssize_t Wan::io_writev(Peer& p, const iovec* iov, int n) {
+ssize_t Wan::io_writev(Lane& p, const iovec* iov, int n) {
     ssize_t w = p.tls ? p.tls->writev(iov, n) : base::send_iov(p.fd, iov, n);
     if (w > 0 && p.resume) {
         p.log.append(iov, n, size_t(w));
@@ -28,11 +31,11 @@ ssize_t Wan::io_writev(Peer& p, const iovec* iov, int n) {
     return w;
 }
 
-ssize_t Wan::raw_recv(Peer& p, void* buf, size_t n) {
+ssize_t Wan::raw_recv(Lane& p, void* buf, size_t n) {
     return p.tls ? p.tls->recv(buf, n) : ::recv(p.fd, buf, n, MSG_DONTWAIT);
 }
 
-ssize_t Wan::io_recv(Peer& p, void* buf, size_t n) {
+ssize_t Wan::io_recv(Lane& p, void* buf, size_t n) {
     // After a reconnect we accepted while the old connection still delivered: the peer
     // resends from the offset our HELLO named, and what we consumed since is dropped here.
     while (p.skip_in > 0) {
@@ -46,7 +49,7 @@ ssize_t Wan::io_recv(Peer& p, void* buf, size_t n) {
     return r;
 }
 
-std::string Wan::io_error(const Peer& p) const {
+std::string Wan::io_error(const Lane& p) const {
     const int e = errno;
     std::string t = std::strerror(e);
     if (p.tls && !p.tls->error().empty()) t += " (TLS: " + p.tls->error() + ")";
@@ -54,16 +57,12 @@ std::string Wan::io_error(const Peer& p) const {
     return t;
 }
 
-void Wan::broken(Peer& p, const std::string& why) {
-    if (!p.alive || p.down) return;
-    if (!p.resume) return fail(p, why);
+void Wan::broken(Lane& p, const std::string& why) {
+    if (!p.peer->alive || p.down) return;
+    if (!p.resume) return fail(*p.peer, why);
     WANMPI_LOG(warn, "%s; reconnecting (up to %lld s, WANMPI_WAN_RECONNECT_S)", why.c_str(),
                (long long)(reconnect_ms_ / 1000));
-    p.tls.reset();
-    epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-    ::close(p.fd);
-    p.fd = -1;
-    p.want_out = false;
+    close_lane(p);
     p.down = true;
     p.down_why = why;
     p.down_since = now_ms();
@@ -72,8 +71,8 @@ void Wan::broken(Peer& p, const std::string& why) {
     arm_timer(1'000'000);
 }
 
-void Wan::queue_ack(Peer& p) {
-    Packet pk = base_packet(p, impi::PK_WAN_ACK);
+void Wan::queue_ack(Lane& p) {
+    Packet pk = base_packet(*p.peer, impi::PK_WAN_ACK);
     pk.srqid = p.recv_off;
     Out o;
     impi::encode_packet(pk, o.hdr);
@@ -85,10 +84,11 @@ void Wan::queue_ack(Peer& p) {
     p.acked_out = p.recv_off;
 }
 
-wanlink::Hello Wan::hello_for(const Peer& p) const {
+wanlink::Hello Wan::hello_for(const Lane& p) const {
     wanlink::Hello h;
     h.flags = links_.link.flags;
-    h.kind = 1;
+    h.kind = p.opening ? 2 : 1;
+    h.lane = p.idx;
     h.from = uint32_t(me_);
     h.to = uint32_t(p.rank);
     // Where the peer must resend from: never inside a packet header (an impi-relay between us
@@ -104,61 +104,55 @@ wanlink::Hello Wan::hello_for(const Peer& p) const {
     return h;
 }
 
-bool Wan::resume_on(Peer& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
+bool Wan::resume_on(Lane& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
                     uint64_t peer_recv_off, uint64_t skip_in) {
     if (peer_recv_off < p.log.begin() || peer_recv_off > p.log.end()) {
-        fail(p, "reconnected to " + peer_name(p.rank) + ", but it asks to resume at byte " +
+        fail(*p.peer, "reconnected to " + lane_name(p) + ", but it asks to resume at byte " +
                 std::to_string(peer_recv_off) + " while this side keeps bytes " +
                 std::to_string(p.log.begin()) + ".." + std::to_string(p.log.end()));
         return false;
     }
-    if (p.fd >= 0) {  // the peer found the old connection dead before we did
-        epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-        ::close(p.fd);
-    }
+    close_lane(p);  // the peer found the old connection dead before we did
     p.log.ack(peer_recv_off);
     p.replay_pos = peer_recv_off;
     p.skip_in = skip_in;
     p.fd = fd.release();
     p.tls = std::move(tls);
-    base::set_nonblock(p.fd, true);
-    base::set_nodelay(p.fd);
-    wanlink::tune_socket(p.fd, tuning_);
-    wanlink::set_keepalive(p.fd, wanlink::keepalive_s());
-    if (cap_) wanlink::set_socket_pacing(p.fd, cap_);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u32 = uint32_t(p.rank);
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, p.fd, &ev);
-    p.want_out = false;
+    start_socket(p);
     const int64_t took = p.down ? now_ms() - p.down_since : 0;
     p.down = false;
     p.suspended = false;
+    if (p.opening) {
+        p.opening = false;
+        WANMPI_LOG(info, "opened %s in %lld ms", lane_name(p).c_str(), (long long)took);
+        return true;
+    }
     p.reconnects++;
     WANMPI_LOG(warn, "reconnected to %s after %lld ms; resending %llu bytes it had not "
                      "received",
-               peer_name(p.rank).c_str(), (long long)took,
+               lane_name(p).c_str(), (long long)took,
                (unsigned long long)(p.log.end() - peer_recv_off));
     return true;
 }
 
-int Wan::reconnect_step(Peer& p) {
+int Wan::reconnect_step(Lane& p) {
     const int64_t now = now_ms();
-    if (now - p.down_since >= reconnect_ms_) {
-        fail(p, p.down_why + "; no reconnect within " + std::to_string(reconnect_ms_ / 1000) +
-                    " s (WANMPI_WAN_RECONNECT_S)");
+    if (now - p.down_since >= down_limit_ms(p)) {
+        fail(*p.peer, p.down_why + (p.opening ? "; not opened within " : "; no reconnect within ") +
+                          std::to_string(down_limit_ms(p) / 1000) +
+                          " s (WANMPI_WAN_RECONNECT_S)");
         return 0;
     }
     if (me_ < p.rank || now < p.next_try) return 0;
     p.next_try = now + p.backoff_ms;
     p.backoff_ms = std::min<int64_t>(p.backoff_ms * 2, 1000);
     const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
-    const int64_t budget = std::clamp<int64_t>(reconnect_ms_ - (now - p.down_since), 1, 5000);
+    const int64_t budget = std::clamp<int64_t>(down_limit_ms(p) - (now - p.down_since), 1, 5000);
     const int64_t deadline = now + budget;
     std::string err;
     int fd = base::tcp_connect(h.addr(), h.port, int(budget), &err);
     if (fd < 0) {
-        WANMPI_LOG(info, "reconnect to %s: %s", peer_name(p.rank).c_str(), err.c_str());
+        WANMPI_LOG(info, "reconnect to %s: %s", lane_name(p).c_str(), err.c_str());
         return 0;
     }
     base::Fd f(fd);
@@ -177,20 +171,20 @@ int Wan::reconnect_step(Peer& p) {
         auto r = hs.step(fd);
         if (r == wanlink::LinkHandshake::done) break;
         if (r == wanlink::LinkHandshake::failed) {
-            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), hs.reason().c_str());
+            WANMPI_LOG(warn, "reconnect to %s: %s", lane_name(p).c_str(), hs.reason().c_str());
             return 0;
         }
         pollfd pf{fd, POLLIN, 0};
         const int64_t left = deadline - now_ms();
         if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
-            WANMPI_LOG(info, "reconnect to %s: no handshake answer", peer_name(p.rank).c_str());
+            WANMPI_LOG(info, "reconnect to %s: no handshake answer", lane_name(p).c_str());
             return 0;
         }
     }
     // Through impi-relay the handshake was with the relay: where the peer stopped comes next,
     // in the relay's FAR (handshake.hpp), once the relay reached the peer.
     uint64_t peer_off = hs.peer().recv_off;
-    if (!impi::relay_of(p.proc).empty()) {
+    if (!impi::relay_of(p.peer->proc).empty()) {
         uint8_t rec[wanlink::kHello + wanlink::kMac];
         size_t got = 0;
         while (got < sizeof rec) {
@@ -201,14 +195,14 @@ int Wan::reconnect_step(Peer& p) {
             }
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
                 WANMPI_LOG(info, "reconnect to %s: the relay closed before it reached the peer",
-                           peer_name(p.rank).c_str());
+                           lane_name(p).c_str());
                 return 0;
             }
             pollfd pf{fd, POLLIN, 0};
             const int64_t left = deadline - now_ms();
             if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
                 WANMPI_LOG(info, "reconnect to %s: the relay did not reach the peer",
-                           peer_name(p.rank).c_str());
+                           lane_name(p).c_str());
                 return 0;
             }
         }
@@ -217,7 +211,7 @@ int Wan::reconnect_step(Peer& p) {
         if (err.empty() && (far.from != uint32_t(p.rank) || far.to != uint32_t(me_)))
             err = "FAR names the wrong hosts";
         if (!err.empty()) {
-            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(), err.c_str());
+            WANMPI_LOG(warn, "reconnect to %s: %s", lane_name(p).c_str(), err.c_str());
             return 0;
         }
         peer_off = far.recv_off;
@@ -228,13 +222,13 @@ int Wan::reconnect_step(Peer& p) {
         base::Status st = wanlink::Tls::handshake(fd, true, psk.data(),
                                                   std::max<int64_t>(1, deadline - now_ms()), &tls);
         if (!st.ok()) {
-            WANMPI_LOG(warn, "reconnect to %s: %s", peer_name(p.rank).c_str(),
+            WANMPI_LOG(warn, "reconnect to %s: %s", lane_name(p).c_str(),
                        st.message().c_str());
             return 0;
         }
     }
     WANMPI_LOG(info, "reconnect to %s: connected in %lld ms, handshake%s in %lld ms",
-               peer_name(p.rank).c_str(), (long long)(connected_ms - now),
+               lane_name(p).c_str(), (long long)(connected_ms - now),
                tls ? " and TLS" : "", (long long)(base::now_ns() / 1000000 - connected_ms));
     return resume_on(p, std::move(f), std::move(tls), peer_off,
                      p.recv_off - mine.recv_off)
@@ -296,21 +290,43 @@ int Wan::serve_reconnects() {
         }
         if (!c.hs) {
             const uint32_t r = base::get_be32(c.rank);
-            if (r >= uint32_t(job_.size()) || int(r) <= me_ || !peers_[r].alive ||
-                !peers_[r].resume) {
+            bool takes = false;  // a lane of it can resume or is still to be opened
+            if (r < uint32_t(job_.size()) && int(r) > me_ && peers_[r].alive)
+                for (const auto& l : peers_[r].lanes) takes = takes || l->resume || l->opening;
+            if (!takes) {
                 drop("it claims host " + std::to_string(r) +
                      ", which does not reconnect to this host");
                 continue;
             }
             c.peer = int(r);
-            wanlink::Hello h = hello_for(peers_[r]);
-            c.hello_recv_off = h.recv_off;
+            // Which lane it is comes with its HELLO: our answer waits for it (defer).
+            wanlink::Hello h = hello_for(*peers_[r].lanes[0]);
             c.hs = std::make_unique<wanlink::LinkHandshake>(
                 false, links_.link.keyed ? &links_.link.key : nullptr,
-                links_.link.session.data(), h, r);
+                links_.link.session.data(), h, r, true);
         }
         auto res = c.hs->step(c.fd.get());
-        if (res == wanlink::LinkHandshake::again) {
+        if (res == wanlink::LinkHandshake::ready) {
+            const wanlink::Hello& hc = c.hs->peer();
+            Peer& p = peers_[size_t(c.peer)];
+            Lane* l = hc.lane < p.k() ? p.lanes[hc.lane].get() : nullptr;
+            // Kind 2 opens a lane not opened yet; kind 1 resumes one that was (a stale or
+            // replayed HELLO of the other kind is refused).
+            if (!l || (hc.kind == 2) != l->opening || (hc.kind == 1 && !l->resume) ||
+                hc.kind == 0) {
+                drop("claiming to be " + peer_name(c.peer) + ": it names lane " +
+                     std::to_string(hc.lane) + " (kind " + std::to_string(hc.kind) +
+                     "), which this link of " + std::to_string(p.k()) +
+                     " lanes does not expect");
+                continue;
+            }
+            const wanlink::Hello h = hello_for(*l);
+            c.lane = l;
+            c.hello_recv_off = h.recv_off;
+            c.hs->answer(h.flags, h.recv_off, h.pay_left, h.epoch);
+            res = c.hs->step(c.fd.get());
+        }
+        if (res == wanlink::LinkHandshake::again || res == wanlink::LinkHandshake::ready) {
             ++k;
             continue;
         }
@@ -319,6 +335,7 @@ int Wan::serve_reconnects() {
             continue;
         }
         Peer& p = peers_[size_t(c.peer)];
+        Lane& l = *c.lane;
         std::unique_ptr<wanlink::Tls> tls;
         if (c.hs->tls()) {
             const auto psk = c.hs->tls_psk();
@@ -332,12 +349,12 @@ int Wan::serve_reconnects() {
             incoming_.erase(incoming_.begin() + long(k));
             continue;
         }
-        const uint64_t skip = p.recv_off - c.hello_recv_off;
+        const uint64_t skip = l.recv_off - c.hello_recv_off;
         const uint64_t peer_off = c.hs->peer().recv_off;
         epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd.get(), nullptr);
         base::Fd fd = std::move(c.fd);
         incoming_.erase(incoming_.begin() + long(k));
-        n += resume_on(p, std::move(fd), std::move(tls), peer_off, skip) ? 1 : 0;
+        n += resume_on(l, std::move(fd), std::move(tls), peer_off, skip) ? 1 : 0;
     }
     return n;
 }

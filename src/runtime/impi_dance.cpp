@@ -13,6 +13,8 @@
 #include "base/codec.hpp"
 #include "base/log.hpp"
 #include "base/tunables.hpp"
+#include "wanlink/lanes.hpp"
+#include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::impi {
 
@@ -236,9 +238,19 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
     if (cfg.link_out) cfg.link_out->assign(size_t(n), LinkResult{});
     static const LinkSetup no_link;
     const LinkSetup& ls = cfg.link ? *cfg.link : no_link;
-    auto make_handshake = [&](bool connector, int peer) {
+    auto make_handshake = [&](bool connector, int peer, int fd) {
         wanlink::Hello h;
         h.flags = ls.flags;
+        // Lanes: `auto` is resolved by the connector from the RTT its connect just measured;
+        // an accepting side on auto offers the most and so takes the connector's choice.
+        h.lanes = ls.lanes;
+        if (!h.lanes) {
+            uint64_t win = 0;
+            uint32_t srtt = 0;
+            h.lanes = uint8_t(connector ? wanlink::auto_lanes(
+                                              wanlink::socket_window(fd, &win, &srtt) ? srtt : 0)
+                                        : wanlink::kMaxLanes);
+        }
         h.from = uint32_t(me);
         h.to = uint32_t(peer);
         return std::make_unique<wanlink::LinkHandshake>(connector, ls.keyed ? &ls.key : nullptr,
@@ -252,6 +264,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         r.resume = hs.resume();
         r.compress = (ls.flags & hs.peer().flags & wanlink::kFlagZstd) != 0;
         r.zfilter = r.compress && (ls.flags & hs.peer().flags & wanlink::kFlagZfilter) != 0;
+        r.lanes = wanlink::agreed_lanes(hs.mine().lanes, hs.peer().lanes);
         if (r.tls) r.psk = hs.tls_psk();
     };
     const int want_out = int(outs.size());
@@ -302,7 +315,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         }
         if (hosts[size_t(o.peer)].ext && !o.hs) {
             base::set_nodelay(o.fd.get());  // small handshake messages back to back (Nagle)
-            o.hs = make_handshake(true, o.peer);
+            o.hs = make_handshake(true, o.peer, o.fd.get());
             o.st = Out::handshake;
         }
         if (o.hs) {
@@ -378,7 +391,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         if (hosts[rank].ext) {
             // Not counted yet: first it must prove it holds the job's key.
             base::set_nodelay(c.fd.get());
-            c.hs = make_handshake(false, int(rank));
+            c.hs = make_handshake(false, int(rank), c.fd.get());
             goto handshake;
         }
     claim:

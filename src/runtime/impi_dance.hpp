@@ -71,6 +71,7 @@ struct LinkSetup {
     wanlink::Key key{};             // ... and this is the job's link key from it
     std::array<uint8_t, 32> session{};
     uint8_t flags = 0;              // wanlink::HelloFlags this side asks for
+    uint8_t lanes = 1;              // WANMPI_WAN_LANES (0: auto, wanlink/lanes.hpp)
 };
 struct LinkResult {
     bool ext = false;     // the handshake ran (else a plain IMPI connection)
@@ -78,6 +79,7 @@ struct LinkResult {
     bool resume = false;  // both can resume the stream after a reconnect
     bool compress = false;  // both take zstd payloads (wanlink/compress.hpp)
     bool zfilter = false;   // ... and filtered ones (kFlagZfilter)
+    unsigned lanes = 1;     // TCP connections of the link (the extra ones are dialled later)
     wanlink::Key psk{};
 };
 

@@ -6,6 +6,7 @@
 #include "base/log.hpp"
 #include "base/tunables.hpp"
 #include "wanlink/compress.hpp"
+#include "wanlink/lanes.hpp"
 
 namespace wanmpi::impi {
 
@@ -159,6 +160,9 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
     bool zf_auto = true;
     wanlink::Filter zf_fixed = wanlink::Filter::none;
     if (!(s = wanlink::filter_policy(&zf_auto, &zf_fixed)).ok()) return s;
+    unsigned lanes = 1;
+    if (!(s = wanlink::lanes_setting(&lanes)).ok()) return s;
+    r.link.lanes = uint8_t(lanes);
     {
         std::vector<uint8_t> sn;
         auto v = kvs.get(p + "-session");

@@ -49,6 +49,21 @@ public:
     // The whole frame is in. `hdr` is the same header; `data` is the buffer returned by on_header,
     // or the transient payload pointer when on_header returned nullptr.
     virtual void on_frame(int peer, const uint8_t* hdr, const void* data, uint64_t len) = 0;
+    // The same for a transport that fills several frames of one peer at once, one per `slot`
+    // (the wan route's lanes, slot = lane index < kMaxSlots): between on_header_at and
+    // on_frame_at of one slot, frames of the peer's other slots may start and end. Slot 0 is
+    // the slot of on_header / on_frame. A sink that keeps one frame per peer (the default
+    // here) must not be given more than slot 0.
+    static constexpr unsigned kMaxSlots = 16;
+    virtual void* on_header_at(int peer, unsigned slot, const uint8_t* hdr, uint64_t len) {
+        (void)slot;
+        return on_header(peer, hdr, len);
+    }
+    virtual void on_frame_at(int peer, unsigned slot, const uint8_t* hdr, const void* data,
+                             uint64_t len) {
+        (void)slot;
+        on_frame(peer, hdr, data, len);
+    }
     // The peer is unreachable (connection reset, process exited). No more frames come from it;
     // sends to it fail. Called once per peer.
     virtual void on_peer_failed(int peer, const std::string& why) = 0;

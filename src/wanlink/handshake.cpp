@@ -73,6 +73,7 @@ void encode_hello(const Hello& h, uint8_t o[kHello]) {
     o[4] = 2;
     o[5] = h.flags;
     o[6] = h.kind;
+    o[7] = h.kind == 0 ? h.lanes : h.lane;
     base::put_be32(o + 8, h.from);
     base::put_be32(o + 12, h.to);
     base::put_be64(o + 16, h.recv_off);
@@ -89,11 +90,17 @@ std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed | kFlagZstd | kFlagInner |
                   kFlagZfilter))
         return "unknown link handshake flags " + std::to_string(in[5]);
-    if (in[6] > 1) return "unknown link handshake kind " + std::to_string(in[6]);
-    if (in[7]) return "reserved link handshake bytes are not zero";
+    if (in[6] > 2) return "unknown link handshake kind " + std::to_string(in[6]);
+    if (in[6] == 0 && in[7] > kMaxLanes)
+        return "link handshake offers " + std::to_string(in[7]) + " lanes (at most " +
+               std::to_string(kMaxLanes) + ")";
+    if (in[6] != 0 && in[7] >= kMaxLanes)
+        return "link handshake names lane " + std::to_string(in[7]) + " (lanes are 0.." +
+               std::to_string(kMaxLanes - 1) + ")";
     Hello r;
     r.flags = in[5];
     r.kind = in[6];
+    (r.kind == 0 ? r.lanes : r.lane) = in[7];
     r.from = base::get_be32(in + 8);
     r.to = base::get_be32(in + 12);
     r.recv_off = base::get_be64(in + 16);
@@ -225,6 +232,7 @@ LinkHandshake::Result LinkHandshake::step(int fd) {
                             ", this is host " + std::to_string(mine_.from));
             if (peer_.kind != mine_.kind && !connector_)
                 mine_.kind = peer_.kind;  // the acceptor answers in the connector's kind
+            if (!connector_ && mine_.kind != 0) mine_.lane = peer_.lane;  // ... and lane
             if (connector_) {
                 if (Result r = choose_key(); r == failed) return r;
                 std::memcpy(ha_, in_, kHello);

@@ -21,7 +21,7 @@
 //   C -> A  HELLO_c (64 bytes)
 //   A -> C  HELLO_a MAC_a      MAC_a = HMAC(K, "A" HELLO_c HELLO_a)
 //   C -> A  MAC_c              MAC_c = HMAC(K, "C" HELLO_c HELLO_a)
-//   HELLO: "WLNK" | u8 version=2 | u8 flags | u8 kind (0 first, 1 reconnect) | u8 0 |
+//   HELLO: "WLNK" | u8 version=2 | u8 flags | u8 kind (0 first, 1 reconnect, 2 lane) | u8 lanes |
 //          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 pay_left |
 //          nonce[32]
 //   flags: bit0 this side requires auth, bit1 wants TLS, bit2 can resume (replay), bit3 this
@@ -31,6 +31,12 @@
 //          relay encrypts the outer leg), bit6 takes filtered zstd payloads (wanlink::Filter,
 //          impi_wire.hpp kZstdFilterMark; both must set it, with bit4). K is the secret's key when both hold one, else the
 //          key of the empty secret; a side that requires auth refuses a peer without the secret.
+//   lanes (issue 14, docs/design/lanes.md): kind 0: how many TCP connections (lanes) this side
+//     offers for the link, 1..16 (0: a release without lanes, same as 1); the link uses the
+//     smaller offer, and the connector dials the host socket once more per extra lane. Kind 1
+//     and 2: the index of the lane this connection is (0 for the dance's own). Kind 2 opens a
+//     lane for the first time (recv_off 0); kind 1 resumes one after a break. The byte is
+//     covered by both MACs like every HELLO byte, so nobody on the path can change k.
 //   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
 //     Never inside a packet header: a receiver in the middle of one names the header's start
 //     (and drops the partial header when the bytes come again).
@@ -86,6 +92,12 @@ Key link_key(const Secret& s, const uint8_t sess[32]);
 
 // ---- (2) link handshake -------------------------------------------------------------------------
 constexpr size_t kHello = 64;
+constexpr unsigned kMaxLanes = 16;
+// The lanes of a link from the two kind-0 offers (0 counts as 1).
+inline unsigned agreed_lanes(uint8_t a, uint8_t b) {
+    const unsigned x = a ? a : 1, y = b ? b : 1;
+    return x < y ? x : y;
+}
 enum HelloFlags : uint8_t {
     kFlagAuth = 1,
     kFlagTls = 2,
@@ -100,7 +112,9 @@ enum HelloFlags : uint8_t {
 constexpr uint8_t kEndToEndFlags = kFlagAuth | kFlagTls | kFlagResume | kFlagZstd | kFlagZfilter;
 struct Hello {
     uint8_t flags = 0;
-    uint8_t kind = 0;  // 0 at the dance, 1 reconnect
+    uint8_t kind = 0;  // 0 at the dance, 1 reconnect, 2 opening an extra lane
+    uint8_t lanes = 0;  // kind 0: lanes offered (0: no lanes, i.e. 1)
+    uint8_t lane = 0;   // kind 1, 2: this connection's lane index
     uint32_t from = 0, to = 0;
     uint64_t recv_off = 0;
     uint32_t epoch = 0;
@@ -132,6 +146,7 @@ public:
     const std::string& reason() const { return why_; }
     // After done: the peer's HELLO, and the stricter of the two sides' demands.
     const Hello& peer() const { return peer_; }
+    const Hello& mine() const { return mine_; }
     bool tls() const {
         const uint8_t f = mine_.flags | peer_.flags;
         return (f & kFlagTls) && !(f & kFlagInner);

@@ -54,7 +54,7 @@ TcpInfo read_tcp_info(int fd) {
 
 std::string csv_header() {
     return "rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,"
-           "msgs_recv,retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv";
+           "msgs_recv,retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane";
 }
 
 namespace {
@@ -70,7 +70,7 @@ std::string field(const std::string& s) {
 std::string csv_row(const LinkStat& s) {
     char b[512];
     const uint64_t pacing = s.tcp.max_pacing_Bps == ~uint64_t(0) ? 0 : s.tcp.max_pacing_Bps;
-    std::snprintf(b, sizeof b, "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu",
+    std::snprintf(b, sizeof b, "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu,%d",
                   s.rank, field(s.host).c_str(), s.peer_rank, field(s.peer_host).c_str(),
                   s.peer_cluster, field(s.cc).c_str(), (unsigned long long)s.c.bytes_sent,
                   (unsigned long long)s.c.bytes_recv, (unsigned long long)s.c.msgs_sent,
@@ -78,7 +78,7 @@ std::string csv_row(const LinkStat& s) {
                   s.tcp.has_rtos ? std::to_string(s.tcp.rtos).c_str() : "", s.tcp.rtt_us,
                   (unsigned long long)(s.tcp.delivery_Bps * 8), (unsigned long long)(pacing * 8),
                   (unsigned long long)s.c.z_raw_sent, (unsigned long long)s.c.z_sent,
-                  (unsigned long long)s.c.z_raw_recv, (unsigned long long)s.c.z_recv);
+                  (unsigned long long)s.c.z_raw_recv, (unsigned long long)s.c.z_recv, s.lane);
     return b;
 }
 
@@ -88,15 +88,15 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
     if (!line.empty() && line.back() == ',') f.push_back("");
-    if (f.size() != 19) return false;
+    if (f.size() != 20) return false;
     auto num = [](const std::string& t, unsigned long long* v) {
         if (t.empty()) return false;
         char* e = nullptr;
         *v = std::strtoull(t.c_str(), &e, 10);
         return *e == 0;
     };
-    unsigned long long v[19] = {};
-    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18})
+    unsigned long long v[20] = {};
+    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19})
         if (!num(f[size_t(i)], &v[i])) return false;
     LinkStat s;
     s.rank = int(v[0]);
@@ -104,6 +104,7 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     s.peer_rank = int(v[2]);
     s.peer_host = f[3];
     s.peer_cluster = int(v[4]);
+    s.lane = int(v[19]);
     s.cc = f[5];
     s.c = {v[6], v[7], v[8], v[9], v[15], v[16], v[17], v[18]};
     s.tcp.ok = true;

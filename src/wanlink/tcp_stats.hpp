@@ -40,13 +40,14 @@ TcpInfo read_tcp_info(int fd);
 // One CSV/table row's worth of a connection end, as WANMPI_WAN_STATS prints it.
 struct LinkStat {
     int rank = -1, peer_rank = -1, peer_cluster = -1;
+    int lane = 0;  // the connection's lane in its link (issue 14): one row per lane
     std::string host, peer_host, cc;
     LinkCounters c;
     TcpInfo tcp;
 };
 // The CSV header and one row, in the order of the header (bench/compare-pacing.sh reads them):
 // rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,msgs_recv,
-// retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv
+// retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane
 // (rates in bits/s; rtos empty when unknown)
 std::string csv_header();
 std::string csv_row(const LinkStat& s);

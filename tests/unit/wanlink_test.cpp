@@ -264,8 +264,9 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.tcp.rtt_us = 20000;
     s.tcp.delivery_Bps = 1000;
     s.tcp.max_pacing_Bps = 3000;
+    s.lane = 2;
     const std::string row = wanlink::csv_row(s);
-    EXPECT_EQ(row, "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12");
+    EXPECT_EQ(row, "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12,2");
     wanlink::LinkStat back;
     ASSERT_TRUE(wanlink::parse_csv_row(row, &back));
     EXPECT_EQ(back.peer_rank, 7);
@@ -274,14 +275,16 @@ TEST(WanlinkStats, CsvRoundTrip) {
     EXPECT_EQ(back.tcp.max_pacing_Bps, 3000u);
     EXPECT_EQ(back.c.z_sent, 10u);
     EXPECT_EQ(back.c.z_recv, 12u);
+    EXPECT_EQ(back.lane, 2);
     s.tcp.has_rtos = false;  // an old kernel: the field is empty
     ASSERT_TRUE(wanlink::parse_csv_row(wanlink::csv_row(s), &back));
     EXPECT_FALSE(back.tcp.has_rtos);
     EXPECT_FALSE(wanlink::parse_csv_row("1,2,3", &back));
-    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1", &back));  // before lanes
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));  // before zstd
     const std::string hdr = wanlink::csv_header();
-    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 18);
+    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 19);
 }
 
 // ---- issue 13: the job secret, the link handshake, the resumable stream ---------------------------
@@ -369,8 +372,23 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     bad[4] = 1;  // version 1 (before pay_left): every host and relay of a job runs one release
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
     std::memcpy(bad, b, sizeof b);
-    bad[7] = 1;  // reserved
+    bad[7] = 3;  // kind 1: the lane this connection resumes (issue 14)
+    ASSERT_EQ(wanlink::decode_hello(bad, &g), "");
+    EXPECT_EQ(g.lane, 3u);
+    EXPECT_EQ(g.lanes, 0u);
+    bad[7] = wanlink::kMaxLanes;  // lanes are 0..15
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    bad[6] = 0;  // kind 0: the lanes offered, 1..16
+    ASSERT_EQ(wanlink::decode_hello(bad, &g), "");
+    EXPECT_EQ(g.lanes, wanlink::kMaxLanes);
+    bad[7] = wanlink::kMaxLanes + 1;
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    bad[6] = 3;  // no such kind
+    bad[7] = 0;
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    EXPECT_EQ(wanlink::agreed_lanes(0, 4), 1u);
+    EXPECT_EQ(wanlink::agreed_lanes(16, 4), 4u);
+    EXPECT_EQ(wanlink::agreed_lanes(3, 8), 3u);
     std::memcpy(bad, b, sizeof b);
     bad[5] |= wanlink::kFlagInner;  // a relay's inner leg
     ASSERT_EQ(wanlink::decode_hello(bad, &g), "");

@@ -127,9 +127,10 @@ def check_stats(path, checks):
             return f"{len(rows)} statistics rows, expected {val}"
         if key in ("zsent", "zoff"):
             # Compression: what one end sent compressed, the other decoded, byte for byte.
-            back = {(r["rank"], r["peer_rank"]): r for r in rows}
+            # (One row per lane: what lane i of one end sent, lane i of the other received.)
+            back = {(r["rank"], r["peer_rank"], r.get("lane", "0")): r for r in rows}
             for r in rows:
-                o = back.get((r["peer_rank"], r["rank"]))
+                o = back.get((r["peer_rank"], r["rank"], r.get("lane", "0")))
                 if o and (r["z_sent"], r["z_raw_sent"]) != (o["z_recv"], o["z_raw_recv"]):
                     return (f"rank {r['rank']} -> {r['peer_rank']}: sent {r['z_sent']} compressed "
                             f"bytes, its peer decoded {o['z_recv']}")
@@ -160,7 +161,7 @@ def check_stats(path, checks):
 def cmd_job(wanemu, run, sites, rest):
     need_root()
     expect, regex, stats, kill_every = "pass", None, None, None
-    capture = stranger = None
+    capture = stranger = loss = None
     while rest and rest[0] != "--":
         if rest[0] == "--expect":
             expect = rest[1]
@@ -174,6 +175,8 @@ def cmd_job(wanemu, run, sites, rest):
             capture = rest[1]
         elif rest[0] == "--stranger":
             stranger = rest[1]
+        elif rest[0] == "--loss":
+            loss = rest[1]
         else:
             print(f"wan_test: unknown option {rest[0]}")
             return 2
@@ -194,12 +197,21 @@ def cmd_job(wanemu, run, sites, rest):
     cmd = [sys.executable, sites, "--run", run, *args]
     print("wan_test: running: " + " ".join(cmd), flush=True)
     env = dict(os.environ, WANEMU_RUN=run)
-    if kill_every is None and capture is None and stranger is None:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-        out = p.stdout.decode(errors="replace")
-        rc = p.returncode
-    else:
-        out, rc = run_watched(cmd, env, run, kill_every, capture, stranger)
+    if loss:
+        # Random loss on one link of the shared sites for the job's duration (other jobs that
+        # cross it meanwhile only slow down); the link's loss is 0 again afterwards.
+        link, pct = loss.split("=")
+        subprocess.run([wanemu, "set", "--name", run, link, f"loss={pct}"], check=True)
+    try:
+        if kill_every is None and capture is None and stranger is None:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+            out = p.stdout.decode(errors="replace")
+            rc = p.returncode
+        else:
+            out, rc = run_watched(cmd, env, run, kill_every, capture, stranger)
+    finally:
+        if loss:
+            subprocess.run([wanemu, "set", "--name", run, link, "loss=0"])
     sys.stdout.write(out)
     why = None
     if "left running" in out:

@@ -1,0 +1,39 @@
+#include "wanlink/lanes.hpp"
+
+#include "base/tunables.hpp"
+#include "wanlink/handshake.hpp"
+
+namespace wanmpi::wanlink {
+
+using base::Errc;
+using base::Status;
+
+static base::Tunable<std::string> t_lanes(
+    "WAN", "LANES", "auto",
+    "TCP connections (lanes) per link between two wanmpi hosts of different clusters, 1..16. "
+    "Messages of one (communicator, tag) always take the same lane; a segment lost on one lane "
+    "then delays only the messages on it, not those of other tags (MPI's order is restored by "
+    "sequence numbers: docs/design/lanes.md). The link uses the smaller of the two sides' "
+    "values; a plain IMPI peer and impi-relay legs get one lane. auto: 1 on a path below 2 ms "
+    "round trip, 4 above (the connecting side measures it; an accepting side set to auto takes "
+    "the connecting side's choice).",
+    base::Level::tuner);
+
+Status parse_lanes(const std::string& text, unsigned* out) {
+    if (text.empty() || text == "auto") {
+        *out = 0;
+        return Status::OK();
+    }
+    auto n = base::parse_int(text);
+    if (!n || *n < 1 || *n > int64_t(kMaxLanes))
+        return Status(Errc::invalid, "WANMPI_WAN_LANES='" + text + "': expected 1.." +
+                                         std::to_string(kMaxLanes) + " or auto");
+    *out = unsigned(*n);
+    return Status::OK();
+}
+
+Status lanes_setting(unsigned* out) { return parse_lanes(t_lanes.get(), out); }
+
+unsigned auto_lanes(uint32_t srtt_us) { return srtt_us >= 2000 ? 4 : 1; }
+
+}  // namespace wanmpi::wanlink
