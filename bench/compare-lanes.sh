@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # compare-lanes.sh: issue 14 between two clusters: head-of-line blocking (a ping during a large
 # transfer to the same peer), for wanmpi with each part of the remedy on and off, and Open MPI
-# over the same link, in the same wanemu run. Later sections (lanes, striping, farm) will join it.
+# over the same link, in the same wanemu run, and lanes (WANMPI_WAN_LANES) one against auto.
+# (Striping is not built yet; the task farm's lanes comparison is bench/compare-farm.sh's.)
 #
 #   sudo bench/compare-lanes.sh [--delay 10ms] [--rate 200mbit] [--loss "0 1"] [--size 64]
 #                               [--only hol,fat] [--runs N] [--quick] [--no-openmpi]
-#                               [--keep] [--build DIR]
+#                               [--modes "lanes1 default"] [--keep] [--build DIR]
 #
 #   --delay/--rate  the link between the clusters (default 10 ms one way, 200 Mbit/s, wanemu's
 #                   auto queue: one round trip's worth)
 #   --loss LIST     random loss in % on that link, one pass each (default "0 1")
 #   --size MIB      the large message (default 64; 16 with --quick)
 #   --only LIST     sections (default hol,fat)
+#   --modes LIST    the wanmpi modes of section hol (default: all, below)
 #   --runs N        jobs per mode and loss (default 1; each job makes 3 transfers)
 #   --quick         16 MiB, 1 transfer per job: checks the set-up, the numbers mean little
 #   --no-openmpi    skip Open MPI (needs mpicc.openmpi / mpirun.openmpi)
@@ -29,7 +31,11 @@
 #          lowat    PRIORITY=0 NOTSENT_LOWAT=auto FRAGMENT=0  only the kernel's queue bounded
 #          prio     PRIORITY=1 NOTSENT_LOWAT=0 FRAGMENT=auto  only wanmpi's queue reordered
 #          prio+lw  PRIORITY=1 NOTSENT_LOWAT=auto FRAGMENT=0  both, but whole 1 MiB packets
-#          default  (nothing set: PRIORITY=1, NOTSENT_LOWAT=auto, FRAGMENT=auto)
+#          lanes1   WANMPI_WAN_LANES=1                      the remedies of one connection
+#          default  (nothing set: PRIORITY=1, NOTSENT_LOWAT=auto, FRAGMENT=auto, LANES=auto:
+#                   4 lanes at this delay; the ping's tag and the transfer's hash to different
+#                   lanes on MPI_COMM_WORLD, so a segment lost on the transfer's lane does not
+#                   hold the ping)
 #        and Open MPI (ob1, btl tcp; its default TCP buffers and 1-byte eager path).
 #   fat  what TCP_NOTSENT_LOWAT costs on a long fat pipe: a second wanemu run at 1 Gbit/s, MTU
 #        9000 + GSO, same delay, no loss; hol_bench -n (the transfer alone, no pings) with
@@ -46,6 +52,7 @@ RATE=200mbit
 LOSSES="0 1"
 SIZE=
 ONLY=hol,fat
+MODES_ARG=
 RUNS=1
 QUICK=0
 OMPI=1
@@ -57,6 +64,7 @@ while [ $# -gt 0 ]; do
         --loss) LOSSES=$2; shift 2 ;;
         --size) SIZE=$2; shift 2 ;;
         --only) ONLY=$2; shift 2 ;;
+        --modes) MODES_ARG=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --no-openmpi) OMPI=0; shift ;;
@@ -112,13 +120,20 @@ run_openmpi() {  # RUN OUT ARGS...
 }
 
 # The wanmpi modes of the hol section: name, then its settings.
-MODES=(before lowat prio prio+lw default)
+MODES=(before lowat prio prio+lw lanes1 default)
+if [ -n "$MODES_ARG" ]; then
+    for m in $MODES_ARG; do
+        case " ${MODES[*]} " in *" $m "*) ;; *) die "--modes: unknown mode $m" ;; esac
+    done
+    read -r -a MODES <<<"$MODES_ARG"
+fi
 mode_env() {
     case $1 in
         before) echo WANMPI_WAN_PRIORITY=0 WANMPI_WAN_NOTSENT_LOWAT=0 WANMPI_WAN_FRAGMENT=0 ;;
         lowat) echo WANMPI_WAN_PRIORITY=0 WANMPI_WAN_NOTSENT_LOWAT=auto WANMPI_WAN_FRAGMENT=0 ;;
         prio) echo WANMPI_WAN_PRIORITY=1 WANMPI_WAN_NOTSENT_LOWAT=0 WANMPI_WAN_FRAGMENT=-1 ;;
         prio+lw) echo WANMPI_WAN_PRIORITY=1 WANMPI_WAN_NOTSENT_LOWAT=auto WANMPI_WAN_FRAGMENT=0 ;;
+        lanes1) echo WANMPI_WAN_LANES=1 ;;
         default) echo ;;
     esac
 }

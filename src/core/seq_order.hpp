@@ -18,8 +18,10 @@
 // message is from the same source and context, was sent earlier and matches the wildcard
 // receive (any tag), so the wildcard receive's first match is never this message. When a gap
 // fills, the messages it released are offered to the posted receives in number order.
-// Probes use the same visibility, which only grows: what a probe returned is still the first
-// match of a receive with the same arguments.
+// Probes use the same visibility, which only grows. MPI's promise holds: a receive with the
+// source and tag a probe returned in its status gets the probed message (it is the oldest of
+// its stream). A later receive with MPI_ANY_SOURCE may instead get another source's message
+// whose gap filled meanwhile; Mprobe/Improbe take the message at the probe itself.
 //
 // The matching helpers are templates over the engine's intrusive queue nodes (Unexp, Request)
 // so that tests/unit drives the same code with stand-ins. Threading: under the API lock.
