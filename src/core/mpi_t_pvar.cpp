@@ -142,8 +142,8 @@ std::vector<Pvar>& pvars() {
                 MPI_T_PVAR_CLASS_COUNTER, [] { return wan_value(Wan::rtos); });
         level("wan_link_rtt_max_us", std::string("Largest smoothed RTT, in microseconds,") + link,
               "WAN", MPI_T_PVAR_CLASS_LEVEL, [] { return wan_value(Wan::rtt_max); });
-        level("wan_link_connections", "Connections this rank has to ranks of other clusters",
-              "WAN", MPI_T_PVAR_CLASS_SIZE, [] { return wan_value(Wan::conns); });
+        level("wan_link_connections", "TCP connections this rank has to ranks of other "
+              "clusters (each lane of a link counts: WANMPI_WAN_LANES)", "WAN", MPI_T_PVAR_CLASS_SIZE, [] { return wan_value(Wan::conns); });
         level("wan_rate", "This rank's pacing budget across the WAN in bytes/s on the wire "
               "(WANMPI_WAN_RATE; 0: not paced)", "WAN", MPI_T_PVAR_CLASS_LEVEL,
               [] { return wan_value(Wan::rate); });

@@ -310,10 +310,12 @@ int Wan::serve_reconnects() {
             const wanlink::Hello& hc = c.hs->peer();
             Peer& p = peers_[size_t(c.peer)];
             Lane* l = hc.lane < p.k() ? p.lanes[hc.lane].get() : nullptr;
-            // Kind 2 opens a lane not opened yet; kind 1 resumes one that was (a stale or
-            // replayed HELLO of the other kind is refused).
-            if (!l || (hc.kind == 2) != l->opening || (hc.kind == 1 && !l->resume) ||
-                hc.kind == 0) {
+            // Kind 2 opens a lane, kind 1 resumes one. The two sides may disagree on whether
+            // the lane was opened (a cut during the opening: one side finished its handshake,
+            // the other did not), so either kind is taken for a lane that is opening or can
+            // resume; the offsets in the HELLOs settle where each stream goes on (resume_on
+            // refuses impossible ones).
+            if (!l || hc.kind == 0 || !(l->opening || l->resume)) {
                 drop("claiming to be " + peer_name(c.peer) + ": it names lane " +
                      std::to_string(hc.lane) + " (kind " + std::to_string(hc.kind) +
                      "), which this link of " + std::to_string(p.k()) +

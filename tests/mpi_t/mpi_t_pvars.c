@@ -9,7 +9,7 @@
  *     high-water mark must say so, and 0 / the same peak once they are received;
  *   - rank 1 posts N_POSTED receives that nothing matches: posted_recvq_length is N_POSTED;
  *   - over the wan route, the link counters must have grown by at least the payload (IMPI
- *     headers come on top) and wan_link_connections is 1.
+ *     headers come on top) and wan_link_connections is 1 (one lane: WANMPI_WAN_LANES=1).
  * Each rank resets its handles at a point where no message can be on its way to or from it
  * uncounted, so every count is exact. No collectives until the checks are done. */
 #include <stdlib.h>
