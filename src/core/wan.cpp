@@ -917,10 +917,9 @@ void Wan::share_caps() {
     if (weight_.empty()) {
         if (cap == cap_) return;
         cap_ = cap;
-        for (int r : list_) {
-            const Peer& p = peers_[size_t(r)];
-            if (p.alive) wanlink::set_socket_pacing(p.fd, cap);
-        }
+        for_lanes([&](Peer&, Lane& l) {
+            if (l.fd >= 0) wanlink::set_socket_pacing(l.fd, cap);
+        });
         return;
     }
     // Weighted: nothing queued anywhere yet (rendezvous grants on their way): all weights. An

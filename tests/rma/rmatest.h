@@ -54,7 +54,7 @@ typedef struct {
     void *own;
 } rt_win;
 
-static rt_win rt_win_make(const char *flavor, MPI_Aint n, int disp_unit, MPI_Comm comm) {
+static inline rt_win rt_win_make(const char *flavor, MPI_Aint n, int disp_unit, MPI_Comm comm) {
     rt_win w;
     int size;
     memset(&w, 0, sizeof w);
@@ -82,11 +82,11 @@ static rt_win rt_win_make(const char *flavor, MPI_Aint n, int disp_unit, MPI_Com
 }
 
 /* Displacement of element `i` (of `unit` bytes) at rank `r`. */
-static MPI_Aint rt_disp(const rt_win *w, int r, MPI_Aint i, int unit) {
+static inline MPI_Aint rt_disp(const rt_win *w, int r, MPI_Aint i, int unit) {
     return w->dynamic ? w->addrs[r] + i * unit : i;
 }
 
-static void rt_win_free(rt_win *w) {
+static inline void rt_win_free(rt_win *w) {
     if (w->dynamic) MPI_Win_detach(w->win, w->base);
     MPI_Win_free(&w->win);
     free(w->own);
