@@ -59,10 +59,9 @@ struct Narrow {
 // The info argument of a persistent collective: MPI_INFO_NULL or a valid info
 // (its hints are accepted and ignored).
 int chk_info(MPI_Comm comm, MPI_Info info) {
-    if (info == MPI_INFO_NULL || core::info_valid(info)) return MPI_SUCCESS;
-    return core::raise(core::comm_lookup(comm),
-                       core::make_error(MPI_ERR_INFO, "%s: invalid info handle 0x%x",
-                                        core::t_api_name, unsigned(info)));
+    if (int rc = core::info_arg_check(info, core::t_api_name))
+        return core::raise(core::comm_lookup(comm), rc);
+    return MPI_SUCCESS;
 }
 
 // Gatherv_c, Igatherv_c and Gatherv_init_c: the narrowing, then the collective.

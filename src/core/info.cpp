@@ -136,6 +136,12 @@ const std::string* find(const InfoObj* o, const char* key) {
 
 bool info_valid(MPI_Info info) { return lookup(info) != nullptr; }
 
+int info_arg_check(MPI_Info info, const char* fname) {
+    if (info == MPI_INFO_NULL || info_valid(info)) return MPI_SUCCESS;
+    return fname ? make_error(MPI_ERR_INFO, "%s: invalid info handle 0x%x", fname, unsigned(info))
+                 : make_error(MPI_ERR_INFO, "invalid info handle 0x%x", unsigned(info));
+}
+
 bool info_contents(MPI_Info info, InfoPairs* out) {
     out->clear();
     if (info == MPI_INFO_NULL) return true;

@@ -20,6 +20,10 @@ using InfoPairs = std::vector<std::pair<std::string, std::string>>;
 
 // A user info object or MPI_INFO_ENV (not MPI_INFO_NULL).
 bool info_valid(MPI_Info info);
+// The check of an optional info argument (window, file, session, partitioned, persistent
+// collective...): MPI_SUCCESS for MPI_INFO_NULL or a valid info, else a new MPI_ERR_INFO code
+// naming `fname` (if given) and the handle, for the caller to raise on its own object.
+int info_arg_check(MPI_Info info, const char* fname = nullptr);
 // The pairs of `info` in insertion order; MPI_INFO_NULL gives none. False if `info` is invalid.
 bool info_contents(MPI_Info info, InfoPairs* out);
 // The value of `key` in `info`; false if absent (or `info` is MPI_INFO_NULL / invalid).

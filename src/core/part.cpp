@@ -359,9 +359,7 @@ int part_init(bool send, const void* buf, int partitions, MPI_Count count, MPI_D
     if (count < 0)
         return fail_init(c, make_error(MPI_ERR_COUNT, "%s: negative count %lld", fname,
                                        (long long)count));
-    if (info != MPI_INFO_NULL && !info_valid(info))
-        return fail_init(c, make_error(MPI_ERR_INFO, "%s: invalid info handle 0x%x", fname,
-                                       unsigned(info)));
+    if (int rc = info_arg_check(info, fname)) return fail_init(c, rc);
     if (peer != MPI_PROC_NULL && (peer < 0 || peer >= c->remote_size()))
         return fail_init(c, make_error(MPI_ERR_RANK, "%s: invalid %s rank %d (%s has %d)", fname,
                                        send ? "destination" : "source", peer, c->name.c_str(),

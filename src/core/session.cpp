@@ -118,16 +118,19 @@ namespace wanmpi::impl {
 using namespace wanmpi::core;
 
 int Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session* session) {
-    if (!session)
-        return raise_nosession(make_error(MPI_ERR_ARG, "MPI_Session_init: session is NULL"));
-    if (info != MPI_INFO_NULL && !info_valid(info))
-        return raise_nosession(make_error(MPI_ERR_INFO, "MPI_Session_init: invalid info 0x%x",
-                                          unsigned(info)));
+    // MPI 4.0 §11.3.1: `errhandler` is invoked for errors of this call itself (MPICH:
+    // MPIR_Err_return_session_init). So it is checked first, and every later error goes to it;
+    // only a handler that is not one goes to the initial one.
     MPI_Errhandler eh = errhandler == MPI_ERRHANDLER_NULL ? MPI_ERRORS_ARE_FATAL : errhandler;
     if (!errhandler_fits(eh, EhKind::session))
         return raise_nosession(make_error(MPI_ERR_ARG,
                                           "MPI_Session_init: 0x%x is not a session error handler",
                                           unsigned(errhandler)));
+    if (!session)
+        return raise_session(MPI_SESSION_NULL, eh,
+                             make_error(MPI_ERR_ARG, "MPI_Session_init: session is NULL"));
+    if (int rc = info_arg_check(info, "MPI_Session_init"))
+        return raise_session(MPI_SESSION_NULL, eh, rc);
     if (!engine_running()) {
         // One engine per process lifetime: after MPI_Finalize stopped it (no session was
         // open then) the launcher's connection is gone, so it cannot start again.

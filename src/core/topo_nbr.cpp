@@ -335,9 +335,8 @@ int Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_A
 
 // ---- MPI 4.0: large counts (MPI_Count counts, MPI_Aint displacements) and persistent forms ----
 static int need_info(MPI_Comm comm, MPI_Info info) {
-    if (info == MPI_INFO_NULL || info_valid(info)) return MPI_SUCCESS;
-    return raise(comm_lookup(comm),
-                 make_error(MPI_ERR_INFO, "invalid info handle 0x%x", unsigned(info)));
+    if (int rc = info_arg_check(info)) return raise(comm_lookup(comm), rc);
+    return MPI_SUCCESS;
 }
 
 int Neighbor_allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,

@@ -255,9 +255,7 @@ int File_open(MPI_Comm comm, const char* filename, int amode, MPI_Info info, MPI
     if (!filename)
         return core::raise_file(MPI_FILE_NULL, make_error(MPI_ERR_ARG, "filename is NULL"));
     if (int rc = io::check_amode(amode)) return core::raise_file(MPI_FILE_NULL, rc);
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return core::raise_file(MPI_FILE_NULL,
-                                make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
+    if (int rc = core::info_arg_check(info)) return core::raise_file(MPI_FILE_NULL, rc);
 
     File* f = new File;
     f->path = io::strip_prefix(filename);
@@ -348,9 +346,7 @@ int File_close(MPI_File* fh) {
 int File_delete(const char* filename, MPI_Info info) {
     if (!filename)
         return core::raise_file(MPI_FILE_NULL, make_error(MPI_ERR_ARG, "filename is NULL"));
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return core::raise_file(MPI_FILE_NULL,
-                                make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
+    if (int rc = core::info_arg_check(info)) return core::raise_file(MPI_FILE_NULL, rc);
     std::string path = io::strip_prefix(filename);
     if (::unlink(path.c_str()) != 0)
         return core::raise_file(MPI_FILE_NULL, io::sys_error(errno, "delete", path));
@@ -415,8 +411,7 @@ int File_get_amode(MPI_File fh, int* amode) {
 
 int File_set_info(MPI_File fh, MPI_Info info) {
     GET_FILE(f, fh);
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return io::raise(f, make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
+    if (int rc = core::info_arg_check(info)) return io::raise(f, rc);
     io::apply_hints(f, info);
     return MPI_SUCCESS;
 }

@@ -179,8 +179,7 @@ static int make_view(File* f, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype 
         return make_error(MPI_ERR_UNSUPPORTED_DATAREP,
                           "data representation \"%s\" (supported: native, internal, external32)",
                           datarep);
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info));
+    if (int rc = core::info_arg_check(info)) return rc;
     if (disp == MPI_DISPLACEMENT_CURRENT) {
         if (!(f->amode & MPI_MODE_SEQUENTIAL))
             return make_error(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT needs a file opened with "

@@ -174,9 +174,7 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
     if (unit <= 0)
         return core::raise(c, core::make_error(MPI_ERR_DISP, "displacement unit %lld is not "
                                                              "positive", (long long)unit));
-    if (info != MPI_INFO_NULL && !core::info_valid(info))
-        return core::raise(c, core::make_error(MPI_ERR_INFO, "invalid info 0x%x",
-                                                unsigned(info)));
+    if (int rc = core::info_arg_check(info)) return core::raise(c, rc);
     auto* w = new Window;
     w->flavor = flavor;
     w->rank = c->rank;
@@ -397,8 +395,7 @@ int Win_get_group(MPI_Win win, MPI_Group* group) {
 }
 int Win_set_info(MPI_Win win, MPI_Info info) {
     WIN_GET(w, win);
-    if (info != MPI_INFO_NULL && !info_valid(info))
-        return rma::raise(w, make_error(MPI_ERR_INFO, "invalid info 0x%x", unsigned(info)));
+    if (int rc = info_arg_check(info)) return rma::raise(w, rc);
     rma::merge_info(w, info);
     return MPI_SUCCESS;
 }
