@@ -38,40 +38,11 @@ static base::Tunable<int64_t> t_spin_us(
     "waits (PROGRESS_SPIN_US): poll when every rank has a core of its own, yield at once when "
     "the host is oversubscribed (a yield then hands the core to the rank we wait for).",
     base::Level::tuner);
-static base::Tunable<int64_t> t_yield_slow_us(
-    "COLL", "YIELD_SLOW_US", 200,
-    "When a sched_yield() after which no message had arrived takes this long on average "
-    "(other programs get whole time slices: the host is loaded), waiting collectives sleep "
-    "instead of yielding for the next 200 ms.",
-    base::Level::developer);
-
 int64_t yield_max_bytes() {
     static const int64_t v = t_yield_max_bytes.get();
     return v;
 }
 
-namespace {
-// How yielding is going: a moving average of the time one sched_yield() call takes. On a host
-// where only our ranks compete, a yield hands the core to a peer that soon yields or sleeps
-// (microseconds); when other programs are runnable, each yield can cost a full time slice, and
-// a sleeping rank (woken with priority by the scheduler) gets the CPU back sooner.
-struct YieldGovernor {
-    double avg_ns = 0;
-    int64_t off_until_ns = 0;
-    bool allowed(int64_t now) const { return now >= off_until_ns; }
-    // Returns false when yielding should stop now.
-    bool record(int64_t took_ns, int64_t now) {
-        avg_ns += (double(took_ns) - avg_ns) * 0.0625;
-        static const double slow_ns = double(t_yield_slow_us.get()) * 1000;
-        if (avg_ns > slow_ns) {
-            off_until_ns = now + 200'000'000;
-            avg_ns = 0;
-            return false;
-        }
-        return true;
-    }
-} g_yield;
-}  // namespace
 
 Ty ty_of(MPI_Datatype h) {
     Ty t;
@@ -376,47 +347,13 @@ void sched_free(Sched* s) {
 static bool sched_done(void* p) { return static_cast<Sched*>(p)->done(); }
 
 void wait_blocking(bool (*done)(void*), void* p, bool yield_ok) {
-    if (done(p)) return;
-    static const int64_t idle_ns = t_yield_us.get() * 1000;
-    // Not with MPI_THREAD_MULTIPLE: this loop holds the API lock, which only wait_until
-    // drops while it sleeps, and another thread of this process may be what we wait for.
-    int64_t now = base::now_ns();
-    if (idle_ns > 0 && yield_ok && g_yield.allowed(now) &&
-        !core::g_thread_multiple.load(std::memory_order_relaxed)) {
-        // Yield while the peers keep us busy; a stretch without progress means they are
-        // not running: then sleep until a message arrives.
-        int64_t deadline = now + idle_ns;
-        int64_t yielded_ns = -1;  // duration of the previous yield, until judged
-        static const int64_t spin_ns =
-            t_spin_us.get() < 0 ? core::progress_spin_ns() : t_spin_us.get() * 1000;
-        int64_t last_ns = now;  // last progress
-        for (;;) {
-            // A few passes between clock reads: a pass is ~100 ns, and its length decides how
-            // soon the awaited message is seen (the clock read would be a fifth of it).
-            int n = 0;
-            for (int i = 0; i < 4; ++i) {
-                n += core::poll();
-                if (done(p)) return;
-            }
-            now = base::now_ns();
-            // A long yield after which messages had arrived was a peer doing our work;
-            // one that brought nothing was time given to someone else.
-            if (yielded_ns >= 0 && !g_yield.record(n > 0 ? 0 : yielded_ns, now)) break;
-            if (n > 0) {
-                deadline = now + idle_ns;
-                last_ns = now;
-            } else if (now >= deadline) {
-                break;
-            }
-            if (now - last_ns < spin_ns) {  // the peer is likely running: just poll
-                yielded_ns = -1;
-                continue;
-            }
-            sched_yield();
-            yielded_ns = base::now_ns() - now;
-        }
-    }
-    core::wait_until(done, p);
+    // core::wait_until's policy with the collectives' numbers: spin for COLL_SPIN_US after the
+    // last progress (not adaptive: a collective's messages come from several peers, and the
+    // yield phase after it hands over the core anyway), then yield while messages keep coming.
+    static const core::WaitPolicy coll = {
+        t_spin_us.get() < 0 ? core::progress_spin_ns() : t_spin_us.get() * 1000,
+        std::max<int64_t>(0, t_yield_us.get()) * 1000};
+    core::wait_until(done, p, yield_ok && coll.yield_ns > 0 ? &coll : nullptr);
 }
 
 int run_blocking(Sched* s) {

@@ -125,9 +125,10 @@ int64_t yield_max_bytes();
 
 // Run to completion and free `s`; returns the collective's error code (not raised).
 int run_blocking(Sched* s);
-// The wait of a blocking collective: until done(p), polling, yielding while messages keep
-// coming when yield_ok (small collectives), then core::wait_until. Shared by run_blocking and
-// the schedule-free direct paths (flat.cpp), so both wait alike.
+// The wait of a blocking collective: core::wait_until with the collectives' spin and yield
+// times (WANMPI_COLL_SPIN_US, COLL_YIELD_US) when yield_ok (small collectives), else the
+// point-to-point policy. Shared by run_blocking and the schedule-free direct paths (flat.cpp),
+// so both wait alike.
 void wait_blocking(bool (*done)(void*), void* p, bool yield_ok);
 // Start `s` under a new ext request (*out); returns MPI_SUCCESS or an error code.
 int start_nonblocking(Sched* s, core::Comm* comm, MPI_Request* out);

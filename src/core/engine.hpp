@@ -180,7 +180,17 @@ int poll();                                        // one pass over all transpor
 // Extra work run by every poll() (collective schedules advance here, giving nonblocking
 // collectives asynchronous progress). Returns how much progress it made (0 = none).
 void add_progress_hook(int (*hook)());
-void wait_until(bool (*done)(void*), void* ctx);   // spin, then block in the kernel
+// Waits until done(ctx): spin, yield (when the policy allows), then block in the kernel
+// (progress.cpp has the policy). `w` null: the point-to-point policy (WANMPI_PROGRESS_*); the
+// blocking collectives pass their own (coll/sched.cpp: WANMPI_COLL_*). Calling thread: any
+// thread inside MPI holding the API lock (it is dropped around yields and sleeps with
+// MPI_THREAD_MULTIPLE).
+struct WaitPolicy {
+    int64_t spin_ns = -1;   // poll this long after the last progress; -1: adaptive PROGRESS_SPIN_US
+    int64_t yield_ns = -1;  // then poll and sched_yield() until this long without progress;
+                            // -1: PROGRESS_YIELD_US (automatic: only on oversubscribed hosts)
+};
+void wait_until(bool (*done)(void*), void* ctx, const WaitPolicy* w = nullptr);
 // How long a waiting rank polls before it yields or sleeps (WANMPI_PROGRESS_SPIN_US, resolved:
 // automatic = 50 us when this host has no more ranks than cores, else 0).
 int64_t progress_spin_ns();

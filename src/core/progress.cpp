@@ -65,39 +65,41 @@ int poll() {
     return n;
 }
 
-// The waiting policy, in three phases (each restarts after every wake-up):
-//  1. spin: poll for WANMPI_PROGRESS_SPIN_US (engine.cpp: 50 us when this host has no more
-//     ranks than cores, else 0). The cheapest way to catch a reply that is microseconds away.
-//     Adaptive, see below.
-//  2. yield: on an oversubscribed host, poll with sched_yield() between passes for up to
-//     WANMPI_PROGRESS_YIELD_US. The message we wait for there usually needs another rank of this
-//     job to run first; a yield hands it our core at once (a ring of 8 ranks on 2 cores: ~4 us
-//     per hop, against ~18 us when every hop is a sleep and a wake-up). But under EEVDF each
-//     yield also pushes our deadline a whole slice back, so when unrelated CPU-bound processes
-//     share the core, every yield may hand them a full time slice (measured once: a ring 5-20x
-//     slower than blocking). So a yield that took longer than YIELD_SLOW_US (someone else ran a
-//     real slice) ends the phase at once, and the next YIELD_PENALTY waits skip it: blocking is
-//     the better choice on a machine that is busy with other work (it also resets the deadline).
+// The waiting policy, one for every wait in the library (point-to-point, requests, and the
+// blocking collectives, which pass their own numbers: coll/sched.cpp), in three phases that
+// restart after every wake-up:
+//  1. spin: poll until WaitPolicy::spin_ns passed without progress. Point-to-point:
+//     WANMPI_PROGRESS_SPIN_US (engine_init.cpp: 50 us when this host has no more ranks than
+//     cores, else 0), adaptive (below). The cheapest way to catch a reply microseconds away.
+//  2. yield: poll with sched_yield() between passes until WaitPolicy::yield_ns passed without
+//     progress. Point-to-point only on an oversubscribed host (WANMPI_PROGRESS_YIELD_US, auto
+//     500 us); small blocking collectives everywhere (WANMPI_COLL_YIELD_US, 1000 us). The
+//     message we wait for there usually needs another rank of this job to run first, and a yield
+//     hands it our core at once (a ring of 8 ranks on 2 cores: ~4 us per hop, against ~18 us
+//     when every hop is a sleep and a wake-up; small allreduce/alltoall at 4 ranks: 5-10 us
+//     against 50-100). But when unrelated programs share the core, each yield may give them a
+//     whole time slice (under EEVDF a yield also pushes our deadline a slice back; measured once:
+//     a ring 5-20x slower than blocking), and the scheduler favours a sleeper when it wakes. So
+//     the governor below watches the yields after which nothing had arrived (a long yield that
+//     brought messages was a peer doing our work): when they average more than
+//     WANMPI_PROGRESS_YIELD_SLOW_US, no wait yields for the next 200 ms.
 //  3. block in epoll_wait on every transport's wait_fd() until something arrives
 //     (Transport::prepare_sleep makes the wake-up race-free). A woken sleeper gets the CPU
 //     back quickly, so on a loaded host this is also the fast way to pass a message.
+// (Until 2026-11 the blocking collectives had a loop of their own for phases 1-2, with its own
+// governor; the two did the same job with different rules and are one loop now.)
 static base::Tunable<int64_t> t_yield_us(
     "PROGRESS", "YIELD_US", -1,
     "Microseconds a waiting rank polls with sched_yield() after spinning and before it blocks "
-    "in the kernel, while yields come back quickly (no unrelated process is taking the core). "
-    "-1 = automatic: 500 when this host has more ranks than cores, else 0.",
+    "in the kernel, counted from the last progress. -1 = automatic: 500 when this host has more "
+    "ranks than cores, else 0. (Blocking collectives: WANMPI_COLL_YIELD_US.)",
     base::Level::tuner);
 static base::Tunable<int64_t> t_yield_slow_us(
     "PROGRESS", "YIELD_SLOW_US", 200,
-    "A sched_yield() that takes longer than this many microseconds (an unrelated process ran) "
-    "ends the yield phase and makes the next YIELD_PENALTY waits block without yielding "
-    "(0 = never give up yielding).",
+    "When the sched_yield() calls after which no message had arrived take this many "
+    "microseconds on average (other programs get whole time slices: the host is loaded), no "
+    "wait yields for the next 200 ms; they sleep instead (0 = never stop yielding).",
     base::Level::developer);
-static base::Tunable<int64_t> t_yield_penalty(
-    "PROGRESS", "YIELD_PENALTY", 16,
-    "Waits that skip the yield phase after a slow sched_yield() (see YIELD_SLOW_US).",
-    base::Level::developer);
-static int yield_penalty = 0;
 
 static int64_t yield_ns() {
     static int64_t v = -1;
@@ -113,6 +115,29 @@ static int64_t yield_ns() {
     }
     return v;
 }
+
+namespace {
+// How yielding is going: a moving average of the time a sched_yield() takes when nothing
+// arrived during it. Our own ranks hand the core back within microseconds; unrelated runnable
+// programs keep it for a slice.
+struct YieldGovernor {
+    double avg_ns = 0;
+    int64_t off_until_ns = 0;
+    bool allowed(int64_t now) const { return now >= off_until_ns; }
+    // Returns false when yielding should stop now.
+    bool record(int64_t took_ns, int64_t now) {
+        static const double slow_ns = double(std::max<int64_t>(0, t_yield_slow_us.get())) * 1000;
+        if (slow_ns <= 0) return true;
+        avg_ns += (double(took_ns) - avg_ns) * 0.0625;
+        if (avg_ns > slow_ns) {
+            off_until_ns = now + 200'000'000;
+            avg_ns = 0;
+            return false;
+        }
+        return true;
+    }
+} g_yield;
+}  // namespace
 
 // Adaptive spin. A spin only pays when the awaited message comes from a rank running on
 // another core at the same time. When two ranks share one core (the scheduler put them there,
@@ -186,54 +211,56 @@ constexpr unsigned kSpinProbe = 16;
 static int spin_fails = 0;
 static unsigned spin_probe = 0;
 
-void wait_until(bool (*done)(void*), void* ctx) {
+void wait_until(bool (*done)(void*), void* ctx, const WaitPolicy* w) {
     if (done(ctx)) return;
     bind_once();
-    const int64_t ynanos = yield_ns();
-    static const int64_t yslow = std::max<int64_t>(0, t_yield_slow_us.get()) * 1000;
-    static const int ypenalty = int(std::clamp<int64_t>(t_yield_penalty.get(), 0, 1 << 20));
-    int64_t spin = g->spin_ns;
-    if (spin > 0 && spin_fails >= kSpinFailLimit && ++spin_probe % kSpinProbe != 0) spin = 0;
+    const bool adaptive = !w || w->spin_ns < 0;
+    int64_t spin = adaptive ? g->spin_ns : w->spin_ns;
+    if (adaptive && spin > 0 && spin_fails >= kSpinFailLimit && ++spin_probe % kSpinProbe != 0)
+        spin = 0;
+    const int64_t ynanos = w && w->yield_ns >= 0 ? w->yield_ns : yield_ns();
     bool first = true;
     for (;;) {
-        // spin == 0: straight to blocking, whose prepare_sleep() is followed by one more poll.
-        // (A pass over tcp costs a recv() syscall, so even "64 quick polls" would be a 30-60 us
-        // spin that starves a peer sharing our core.)
+        // 1. spin. spin == 0: on to yielding or blocking, whose prepare_sleep() is followed by one
+        // more poll. (A pass over tcp costs a recv() syscall, so even "64 quick polls" would be
+        // a 30-60 us spin that starves a peer sharing our core.)
         int64_t t = base::now_ns();
         if (spin > 0) {
-            int64_t deadline = t + spin;
+            int64_t last = t;
             do {
+                int n = 0;
                 for (int i = 0; i < 16; ++i) {
-                    poll();
+                    n += poll();
                     if (done(ctx)) {
-                        if (first) spin_fails = 0;
+                        if (first && adaptive) spin_fails = 0;
                         return;
                     }
                 }
-            } while ((t = base::now_ns()) < deadline);
+                t = base::now_ns();
+                if (n > 0) last = t;
+            } while (t - last < spin);
         }
-        if (first && spin > 0 && spin_fails < (1 << 20)) ++spin_fails;
+        if (first && adaptive && spin > 0 && spin_fails < (1 << 20)) ++spin_fails;
         first = false;
-        if (ynanos > 0 && yield_penalty > 0) {
-            --yield_penalty;
-        } else if (ynanos > 0) {
-            int64_t deadline = t + ynanos;
-            bool multi = g_thread_multiple.load(std::memory_order_relaxed);
-            do {
+        // 2. yield, while the governor allows it.
+        if (ynanos > 0 && g_yield.allowed(t)) {
+            const bool multi = g_thread_multiple.load(std::memory_order_relaxed);
+            int64_t last = t;
+            for (;;) {
                 if (multi) g_api_lock.unlock();
                 sched_yield();
                 if (multi) g_api_lock.lock();
-                int64_t t1 = base::now_ns();
+                const int64_t took = base::now_ns() - t;
+                int n = 0;
                 for (int i = 0; i < 4; ++i) {
-                    poll();
+                    n += poll();
                     if (done(ctx)) return;
                 }
-                if (yslow > 0 && t1 - t > yslow) {
-                    yield_penalty = ypenalty;
-                    break;
-                }
                 t = base::now_ns();
-            } while (t < deadline);
+                if (!g_yield.record(n > 0 ? 0 : took, t)) break;
+                if (n > 0) last = t;
+                else if (t - last >= ynanos) break;
+            }
         }
         // Block in the kernel until a transport has work (see Transport::prepare_sleep).
         for (auto& tr : g->transports) tr->prepare_sleep();
