@@ -1,4 +1,4 @@
-// The 'shm' transport; see shm.cpp for its design. Use make_transport("shm") (registry.hpp).
+// The 'shm' transport; see shm_impl.hpp for its design. Use make_transport("shm") (registry.hpp).
 #pragma once
 
 #include <memory>
