@@ -68,7 +68,9 @@ def cmd_up(wanemu, run, topo):
     if re.search(rf"^\s*{re.escape(run)}\b", lst, re.M) or run_netns(run):
         print(f"wan_test: taking down the run {run} left by an earlier session")
         subprocess.run([wanemu, "down", "--name", run], timeout=90)
-        subprocess.run([wanemu, "down", "--all"], timeout=90)
+        # (down --name also deletes the run's namespaces that outlived its state. Never
+        # `wanemu down --all` here: it also cleans up other people's runs whose controller it
+        # takes for dead, and the namespaces of runs being brought up at this moment.)
     r = subprocess.run([wanemu, "up", "--name", run, "--watch-pid", str(os.getppid()), topo],
                        timeout=120)
     if r.returncode != 0:
