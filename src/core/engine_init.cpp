@@ -93,6 +93,13 @@ extern Comm* comm_world_setup(int rank, int size);
 // Progress hook of the cluster's agent (PMI rank 0 of an IMPI job): checks the impi-server
 // connection now and then (and whenever epoll says it is readable: the hook runs on every poll,
 // the clock keeps it cheap).
+// "transport NAME: WHAT" for a transport's start-up error (transports already name themselves
+// in their messages: "shm: ..." would otherwise read "transport shm: shm: ...").
+static std::string transport_error(const std::string& name, const std::string& what) {
+    const std::string own = name + ": ";
+    return "transport " + name + ": " + (what.rfind(own, 0) == 0 ? what.substr(own.size()) : what);
+}
+
 static int agent_hook() {
     static int64_t next = 0;
     int64_t now = base::now_ns();
@@ -234,7 +241,7 @@ int engine_init(int required, int* provided) {
         auto t = transport::make_transport(nm);
         if (!t) return MPI_ERR_INTERN;
         if (auto s = t->init(job, *g->pmi, peers); !s.ok()) {
-            WANMPI_LOG(error, "transport %s: %s", nm.c_str(), s.message().c_str());
+            WANMPI_LOG(error, "%s", transport_error(nm, s.message()).c_str());
             return MPI_ERR_OTHER;
         }
         by_name[nm] = t.get();
@@ -261,7 +268,7 @@ int engine_init(int required, int* provided) {
     }
     for (auto& t : g->transports)
         if (auto s = t->connect(*g->pmi); !s.ok()) {
-            WANMPI_LOG(error, "transport %s: %s", t->name(), s.message().c_str());
+            WANMPI_LOG(error, "%s", transport_error(t->name(), s.message()).c_str());
             return MPI_ERR_OTHER;
         }
     // Fence 3, where a host has several ranks: none leaves MPI_Init before every rank has
