@@ -8,9 +8,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
 
 # What the build and the tests need. mpich gives MPICH's Hydra launcher, which a test uses to
-# prove PMI-1 interoperability; iproute2/iputils-ping/gnuplot-nox serve wanemu and its tests.
+# prove PMI-1 interoperability; iproute2/iputils-ping/gnuplot-nox serve wanemu and its tests;
+# iptables gives a wan test a site firewall (tests/wan/wan_test.py --firewall).
 pkgs=(build-essential cmake ninja-build g++ gfortran python3 pkg-config googletest libgtest-dev
-      libzstd-dev libssl-dev iproute2 iputils-ping gnuplot-nox procps psmisc mpich libmpich-dev)
+      libzstd-dev libssl-dev iproute2 iputils-ping gnuplot-nox procps psmisc mpich libmpich-dev
+      iptables)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -70,7 +70,7 @@ uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
     case F_EAGER:
     case F_RTS:
     case F_CANCEL_REQ:  // the engine names the message's context and tag: it follows it
-        return uint8_t(wanlink::lane_of(h.ctx, h.tag, p.k()));
+        return p.route[wanlink::lane_of(h.ctx, h.tag, p.k())];
     case F_CTS: {
         auto it = p.firsts.find(h.sreq);
         return it != p.firsts.end() ? it->second.lane : 0;
@@ -563,6 +563,14 @@ void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
     l.dst = nullptr;
     l.elen = 0;
     l.mode = Lane::In::discard;
+    if (pk.type == impi::PK_WAN_LANES) {
+        if (p.k() <= 1) {
+            fail(p, "IMPI packet from " + lane_name(l) + ": lanes given up on a link of one lane");
+            return;
+        }
+        on_lanes_dropped(p, pk.srqid);
+        return;
+    }
     if (pk.type == impi::PK_WAN_ACK) {
         if (!l.resume) {
             fail(p, "IMPI packet from " + lane_name(l) + ": a stream acknowledgement on a "

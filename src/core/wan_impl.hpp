@@ -163,6 +163,10 @@ struct Lane {
     std::string down_why;
     uint32_t reconnects = 0;
     uint64_t skip_in = 0;      // bytes of the new connection already consumed on the old one
+    std::string last_err;      // why the last connection attempt failed (the connecting side)
+    // Given up (never opened: wan_link.cpp drop_lane): no socket, no queue, no FINI; the
+    // streams hashed to it travel on Peer::route's replacement.
+    bool dropped = false;
 };
 
 // A peer rank of another cluster: what IMPI keeps per proc pair (flow control, the request
@@ -183,6 +187,9 @@ struct Peer {
     bool zfilter = false;
     std::vector<std::unique_ptr<Lane>> lanes;  // [0]: the dance's connection
     unsigned k() const { return unsigned(lanes.size()); }
+    // The lane a (context id, tag) stream hashed to lane i travels on: i, until lane i is
+    // dropped (it could not be opened); then a lane still in use, for good.
+    std::vector<uint8_t> route;
     // Lanes > 1: the next pk_seqnum of a matching packet, per context id (numbers start at 1;
     // 0 means "not numbered": a link of one lane, or a plain IMPI peer).
     std::map<uint32_t, uint64_t> seq_out;
@@ -291,6 +298,7 @@ public:
                 l->idx = uint8_t(i);
                 l->resume = resume;
                 p.lanes.push_back(std::move(l));
+                p.route.push_back(uint8_t(i));
             }
             Lane& l0 = *p.lanes[0];
             l0.fd = fd;
@@ -502,6 +510,7 @@ public:
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
             for (const auto& l : p.lanes) {
+                if (l->dropped) continue;  // one row per lane in use
                 wanlink::LinkStat s;
                 s.rank = me_;
                 s.peer_rank = r;
@@ -524,6 +533,7 @@ public:
             Peer& p = peers_[size_t(r)];
             if (!p.alive || p.fini_sent) continue;
             for (unsigned i = 0; i < p.k(); ++i) {
+                if (p.lanes[i]->dropped) continue;
                 Packet pk;
                 pk.type = impi::PK_FINI;
                 pk.src.pid = -1;
@@ -576,10 +586,13 @@ private:
         l.want_out = false;
         retune(l);  // TCP_NOTSENT_LOWAT from the first byte
     }
-    // How long a lane may stay down: a broken one WANMPI_WAN_RECONNECT_S, one not opened yet
-    // the dance's 30 s.
+    // How long a lane may stay down: a broken one WANMPI_WAN_RECONNECT_S. One not opened yet:
+    // the connecting side gives it up after WANMPI_WAN_LANE_OPEN_S (drop_lane); the accepting
+    // side waits for that notice, which may itself wait for lane 0 to reconnect.
     int64_t down_limit_ms(const Lane& l) const {
-        return l.opening ? std::max<int64_t>(reconnect_ms_, 30000) : reconnect_ms_;
+        if (!l.opening) return reconnect_ms_;
+        if (me_ > l.rank) return wanlink::lane_open_ms();
+        return std::max<int64_t>(reconnect_ms_, 30000) + wanlink::lane_open_ms();
     }
 
     Packet base_packet(const Peer& p, uint32_t type) const {
@@ -739,6 +752,12 @@ private:
     // host socket (serve_reconnects). Both give up after WANMPI_WAN_RECONNECT_S.
     int reconnect_step(Lane& l);
     int serve_reconnects();
+    // Lanes that cannot be opened (docs/design/lanes.md "A lane that cannot be opened"): the
+    // link goes on without lane l. Its queued packets and the streams hashed to it move to
+    // another lane in order; tell: we gave up (the connecting side), so PK_WAN_LANES tells the
+    // peer on lane 0. on_lanes_dropped: the peer's notice (false: the peer failed).
+    void drop_lane(Lane& l, const std::string& why, bool tell);
+    bool on_lanes_dropped(Peer& p, uint64_t mask);
 
     void push_local(Local l) {
         if (local_.empty() && evfd_ >= 0) {

@@ -137,6 +137,13 @@ bool Wan::resume_on(Lane& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
 
 int Wan::reconnect_step(Lane& p) {
     const int64_t now = now_ms();
+    if (p.opening && me_ > p.rank && now - p.down_since >= down_limit_ms(p)) {
+        drop_lane(p, "not opened within " + std::to_string(down_limit_ms(p) / 1000) +
+                         " s (WANMPI_WAN_LANE_OPEN_S)" +
+                         (p.last_err.empty() ? "" : "; the last attempt: " + p.last_err),
+                  true);
+        return 1;
+    }
     if (now - p.down_since >= down_limit_ms(p)) {
         fail(*p.peer, p.down_why + (p.opening ? "; not opened within " : "; no reconnect within ") +
                           std::to_string(down_limit_ms(p) / 1000) +
@@ -147,12 +154,16 @@ int Wan::reconnect_step(Lane& p) {
     p.next_try = now + p.backoff_ms;
     p.backoff_ms = std::min<int64_t>(p.backoff_ms * 2, 1000);
     const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
-    const int64_t budget = std::clamp<int64_t>(down_limit_ms(p) - (now - p.down_since), 1, 5000);
+    // A lane being opened: short attempts (each blocks this rank's progress), several of them
+    // within WANMPI_WAN_LANE_OPEN_S.
+    const int64_t budget = std::clamp<int64_t>(down_limit_ms(p) - (now - p.down_since), 1,
+                                               p.opening ? 1000 : 5000);
     const int64_t deadline = now + budget;
     std::string err;
     int fd = base::tcp_connect(h.addr(), h.port, int(budget), &err);
     if (fd < 0) {
         WANMPI_LOG(info, "reconnect to %s: %s", lane_name(p).c_str(), err.c_str());
+        p.last_err = "connect: " + err;
         return 0;
     }
     base::Fd f(fd);
@@ -172,12 +183,15 @@ int Wan::reconnect_step(Lane& p) {
         if (r == wanlink::LinkHandshake::done) break;
         if (r == wanlink::LinkHandshake::failed) {
             WANMPI_LOG(warn, "reconnect to %s: %s", lane_name(p).c_str(), hs.reason().c_str());
+            p.last_err = hs.reason();
             return 0;
         }
         pollfd pf{fd, POLLIN, 0};
         const int64_t left = deadline - now_ms();
         if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
             WANMPI_LOG(info, "reconnect to %s: no handshake answer", lane_name(p).c_str());
+            p.last_err = "connected, but no link handshake answer within " +
+                         std::to_string(budget) + " ms";
             return 0;
         }
     }
@@ -196,6 +210,7 @@ int Wan::reconnect_step(Lane& p) {
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
                 WANMPI_LOG(info, "reconnect to %s: the relay closed before it reached the peer",
                            lane_name(p).c_str());
+                p.last_err = "the relay closed before it reached the peer";
                 return 0;
             }
             pollfd pf{fd, POLLIN, 0};
@@ -203,6 +218,8 @@ int Wan::reconnect_step(Lane& p) {
             if (left <= 0 || ::poll(&pf, 1, int(left)) <= 0) {
                 WANMPI_LOG(info, "reconnect to %s: the relay did not reach the peer",
                            lane_name(p).c_str());
+                p.last_err = "the relay did not reach the peer within " + std::to_string(budget) +
+                             " ms";
                 return 0;
             }
         }
@@ -315,7 +332,7 @@ int Wan::serve_reconnects() {
             // the other did not), so either kind is taken for a lane that is opening or can
             // resume; the offsets in the HELLOs settle where each stream goes on (resume_on
             // refuses impossible ones).
-            if (!l || hc.kind == 0 || !(l->opening || l->resume)) {
+            if (!l || hc.kind == 0 || l->dropped || !(l->opening || l->resume)) {
                 drop("claiming to be " + peer_name(c.peer) + ": it names lane " +
                      std::to_string(hc.lane) + " (kind " + std::to_string(hc.kind) +
                      "), which this link of " + std::to_string(p.k()) +
@@ -347,7 +364,7 @@ int Wan::serve_reconnects() {
                 continue;
             }
         }
-        if (!p.alive) {
+        if (!p.alive || l.dropped) {  // (dropped meanwhile: the peer's notice came first)
             incoming_.erase(incoming_.begin() + long(k));
             continue;
         }
@@ -361,5 +378,82 @@ int Wan::serve_reconnects() {
     return n;
 }
 
+// ---- lanes that cannot be opened ------------------------------------------------------------
+// Only a lane that never carried a byte is dropped, so nothing of it is in flight: the packets
+// queued for it were never written, and both ends agree on the lanes in use once the notice is
+// in. Order: every (context id, tag) stream of lane l was queued on l alone, in order; its
+// packets move to the end of one other lane's queue in that order, and its later packets follow
+// on that lane (route), so each stream stays on one FIFO lane, which is all the receiver's
+// order rule needs (the sequence numbers are per context id, not per lane). The answers to its
+// messages (SYNCACK, CANCEL replies) and a long message's DATA follow the message's lane as
+// recorded, which is rewritten too. The peer's own queue for the lane moves the same way when
+// it reads the notice; which lane a packet arrives on never matters to a receiver.
+void Wan::drop_lane(Lane& l, const std::string& why, bool tell) {
+    Peer& p = *l.peer;
+    std::vector<uint8_t> live;
+    for (const auto& x : p.lanes)
+        if (!x->dropped && x.get() != &l) live.push_back(x->idx);
+    const uint8_t from = l.idx, to = live[from % live.size()];  // lane 0 is never dropped
+    Lane& t = *p.lanes[to];
+    close_lane(l);
+    l.dropped = true;
+    l.opening = l.down = l.suspended = false;
+    l.open = false;
+    for (auto& r : p.route)
+        if (r == from) r = to;
+    for (Out& o : l.wire) {
+        o.lane = to;
+        to_wire(t, std::move(o));
+    }
+    l.wire.clear();
+    for (Bulk& b : l.bulk) t.bulk.push_back(b);
+    l.bulk.clear();
+    for (Out& o : p.held)
+        if (o.lane == from) o.lane = to;
+    for (auto& [id, s] : p.sends)
+        if (s.lane == from) s.lane = to;
+    for (auto& [id, s] : p.long_sends)
+        if (s.lane == from) s.lane = to;
+    for (auto& [id, f] : p.firsts)
+        if (f.lane == from) f.lane = to;
+    for (auto& [id, a] : p.answer_lane)
+        if (a == from) a = to;
+    unsigned used = 0;
+    for (const auto& x : p.lanes) used += x->dropped ? 0 : 1;
+    WANMPI_LOG(warn, "lane %u to %s %s: %s; going on with %u of %u lanes (its streams move to "
+                     "lane %u)",
+               unsigned(from), peer_name(p.rank).c_str(),
+               tell ? "given up" : "given up by the peer", why.c_str(), used, p.k(),
+               unsigned(to));
+    if (!tell) return;
+    // On lane 0, ahead of queued data (it is no stream's packet), like an acknowledgement.
+    Packet pk = base_packet(p, impi::PK_WAN_LANES);
+    pk.srqid = uint64_t(1) << from;
+    Out o;
+    impi::encode_packet(pk, o.hdr);
+    o.counted = false;
+    Lane& l0 = *p.lanes[0];
+    auto at = l0.wire.begin();
+    if (at != l0.wire.end() && at->off > 0) ++at;
+    l0.wire.insert(at, std::move(o));
+}
+
+bool Wan::on_lanes_dropped(Peer& p, uint64_t mask) {
+    for (unsigned i = 1; i < p.k() && p.alive; ++i) {
+        if (!(mask & (uint64_t(1) << i))) continue;
+        Lane& l = *p.lanes[i];
+        if (l.dropped) continue;
+        // It may have opened on this side only (the peer's attempt failed after our handshake
+        // finished): then nothing may have been written on it yet.
+        if (!l.opening && (l.log.end() > 0 || l.ctr.bytes_sent > 0 || l.recv_off > 0 ||
+                           (!l.wire.empty() && l.wire.front().off > 0))) {
+            fail(p, lane_name(l) + " was given up by the peer after this side had sent on it");
+            return false;
+        }
+        drop_lane(l, "the peer could not open it", false);
+    }
+    if (mask & 1) fail(p, peer_name(p.rank) + " gave up lane 0, which cannot be");
+    return p.alive;
+}
 
 }  // namespace wanmpi::core::wan_internal

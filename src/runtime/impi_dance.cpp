@@ -169,6 +169,9 @@ Status dance(int listen_fd, int me, const Job& job, const DanceConfig& cfg,
         peers[h].port = job.hosts[h].port;
         peers[h].name = "host " + std::to_string(h) + " (client " +
                         std::to_string(job.hosts[h].client) + ")";
+        const auto& jh = job.hosts[h];
+        peers[h].relayed = jh.nprocs > 0 && size_t(jh.first_rank) < job.procs.size() &&
+                           !relay_of(job.procs[size_t(jh.first_rank)].id).empty();
         peers[h].skip = !cfg.intra_client && me >= 0 && size_t(me) < job.hosts.size() &&
                         job.hosts[h].client == job.hosts[size_t(me)].client;
     }
@@ -182,6 +185,11 @@ struct Out {
     base::Fd fd;
     enum { idle, connecting, sending, handshake, done } st = idle;
     std::unique_ptr<wanlink::LinkHandshake> hs;
+    bool hs_done = false;
+    // Through impi-relay with lanes: the relay's FAR (the link's lane count) after the handshake.
+    uint8_t far[wanlink::kHello + wanlink::kMac] = {};
+    size_t far_got = 0;
+    bool far_done = false;
     int64_t next_try = 0;
     int64_t backoff = 20;
     uint8_t msg[4] = {};
@@ -244,12 +252,15 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         // Lanes: `auto` is resolved by the connector from the RTT its connect just measured;
         // an accepting side on auto offers the most and so takes the connector's choice.
         h.lanes = ls.lanes;
+        // A connector to a host behind impi-relay measured the RTT to the relay, not the
+        // path: it offers the most too, and the relay resolves auto from its legs.
         if (!h.lanes) {
             uint64_t win = 0;
             uint32_t srtt = 0;
-            h.lanes = uint8_t(connector ? wanlink::auto_lanes(
-                                              wanlink::socket_window(fd, &win, &srtt) ? srtt : 0)
-                                        : wanlink::kMaxLanes);
+            h.lanes = uint8_t(connector && !hosts[size_t(peer)].relayed
+                                  ? wanlink::auto_lanes(
+                                        wanlink::socket_window(fd, &win, &srtt) ? srtt : 0)
+                                  : wanlink::kMaxLanes);
         }
         h.from = uint32_t(me);
         h.to = uint32_t(peer);
@@ -276,6 +287,9 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
         o.fd.reset();
         o.st = Out::idle;
         o.sent = 0;
+        o.hs.reset();
+        o.hs_done = o.far_done = false;
+        o.far_got = 0;
         o.last_err = why;
         o.next_try = now_ms() + o.backoff;
         o.backoff = std::min<int64_t>(o.backoff * 2, 500);
@@ -318,7 +332,7 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
             o.hs = make_handshake(true, o.peer, o.fd.get());
             o.st = Out::handshake;
         }
-        if (o.hs) {
+        if (o.hs && !o.hs_done) {
             auto r = o.hs->step(o.fd.get());
             if (r == wanlink::LinkHandshake::again) return;
             if (r == wanlink::LinkHandshake::failed) {
@@ -332,7 +346,47 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
                                         : ""));
                 return;
             }
+            o.hs_done = true;
             record(o.peer, *o.hs);
+        }
+        // Through impi-relay, when both offers exceed one lane: the relay's FAR says how many
+        // lanes the host behind it settled on (wanlink/handshake.hpp), which is the link's count
+        // for every end and relay.
+        if (o.hs && !o.far_done) {
+            const wanlink::Hello& ha = o.hs->peer();
+            if ((ha.flags & wanlink::kFlagRelay) &&
+                wanlink::agreed_lanes(o.hs->mine().lanes, ha.lanes) > 1) {
+                while (o.far_got < sizeof o.far) {
+                    ssize_t r = ::recv(o.fd.get(), o.far + o.far_got, sizeof o.far - o.far_got,
+                                       MSG_DONTWAIT);
+                    if (r > 0) {
+                        o.far_got += size_t(r);
+                        continue;
+                    }
+                    if (r < 0 && errno == EINTR) continue;
+                    if (r < 0 && errno == EAGAIN) return;
+                    fatal = Status(Errc::proto_error,
+                                   "IMPI dance (host " + std::to_string(me) + "): " +
+                                       name(o.peer) + ": impi-relay closed the connection before "
+                                       "it reported the lanes of the host behind it (see the "
+                                       "relay's log)");
+                    return;
+                }
+                wanlink::Hello far;
+                std::string err = o.hs->decode_far(o.far, &far);
+                if (err.empty() && (far.kind != 0 || far.lanes < 1 ||
+                                    far.lanes > wanlink::agreed_lanes(o.hs->mine().lanes,
+                                                                      ha.lanes)))
+                    err = "impi-relay reported " + std::to_string(far.lanes) +
+                          " lanes, more than were offered";
+                if (!err.empty()) {
+                    fatal = Status(Errc::proto_error, "IMPI dance (host " + std::to_string(me) +
+                                                          "): " + name(o.peer) + ": " + err);
+                    return;
+                }
+                if (cfg.link_out) (*cfg.link_out)[size_t(o.peer)].lanes = far.lanes;
+            }
+            o.far_done = true;
         }
         base::set_nonblock(o.fd.get(), false);
         result[size_t(o.peer)] = std::move(o.fd);

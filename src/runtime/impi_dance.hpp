@@ -63,6 +63,10 @@ struct DancePeer {
     // Both ends are wanmpi hosts: after the host rank, the connection runs wanmpi's link
     // handshake (wanlink/handshake.hpp) before it counts as made (both sides must agree).
     bool ext = false;
+    // The host is presented by impi-relay (impi_tables.hpp relay_of()): lanes on auto are the
+    // relay's to resolve (the RTT this host measures is to the relay), and FAR may follow the
+    // handshake (wanlink/handshake.hpp "Lanes through impi-relay").
+    bool relayed = false;
 };
 
 // The link handshake's inputs (DanceConfig::link) and what it settled per host.

@@ -162,6 +162,8 @@ struct RelayConfig {
     bool splice = true;        // payloads of >= splice_min bytes by splice(2)
     uint64_t splice_min = 65536;
     int64_t spin_us = 0;       // after traffic, poll this long before sleeping in epoll
+    // WANMPI_WAN_LANES (0: auto): the most lanes a relayed link may have (impi_relay_data.cpp).
+    unsigned lanes = 0;
     // -state FILE (impi_resume.hpp): written after the start-up; if it exists at start, this
     // relay takes over from the one that wrote it. reconnect_ms: WANMPI_WAN_RECONNECT_S, how
     // long the server, the agent (and this relay) wait for one another to come back.

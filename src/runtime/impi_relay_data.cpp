@@ -25,6 +25,13 @@
 // Resumable pairs keep no state here across a break: a broken leg resets both, the hosts
 // reconnect through the relay, and HELLO's recv_off and pay_left say where the next packet
 // header is in each direction (the bytes in the relay's buffers are resent by the hosts).
+//
+// Lanes (issue 14, docs/design/lanes.md "Through impi-relay and trunks") are end to end: every
+// lane of a link is a pair here of its own (lane i of one leg joined to lane i of the other, the
+// lane index carried over in the HELLO of kinds 1 and 2), forwarded byte for byte like any
+// pair, so the hosts' per-lane offsets, acknowledgements and resumes hold through the relay and
+// each lane's loss stays on that lane. At the dance the relay settles k with both hosts (its
+// answer, its offer to the other host, and FAR back to the connector: handshake.hpp).
 #include "runtime/impi_relay_data.hpp"
 
 #include <algorithm>
@@ -39,6 +46,7 @@
 
 #include "base/codec.hpp"
 #include "base/log.hpp"
+#include "wanlink/lanes.hpp"
 #include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::impi {
@@ -107,6 +115,8 @@ struct RelayData::Pair {
     std::unique_ptr<wanlink::Tls> tls_acc, tls_con;
     bool tls_acc_done = false, tls_con_done = false;
     bool resumable = false;
+    int lane = 0;        // the lane of the link this pair carries (0: the dance's connection)
+    unsigned k = 1;      // at the dance: the link's lanes, as settled with both hosts
     uint64_t timer = 0;  // the handshakes' deadline
     wanlink::Hello far;  // the other host's numbers: its HELLO, or a next relay's FAR
     bool far_in = false;
@@ -118,9 +128,33 @@ RelayData::RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayC
                      const RelayLinkKeys& keys)
     : loop_(loop), map_(map), cfg_(cfg), keys_(keys), tuning_(wanlink::tcp_tuning_from_env()) {}
 
-// Our HELLO's own flags on a leg: what this relay demands, and on the inner leg kFlagInner.
+// Our HELLO's own flags on a leg: what this relay demands, that it is a relay (so the
+// connector expects FAR with the lanes at the dance), and on the inner leg kFlagInner.
 uint8_t RelayData::leg_flags(bool inner) const {
-    return uint8_t(keys_.flags | (inner ? wanlink::kFlagInner : 0));
+    return uint8_t(keys_.flags | wanlink::kFlagRelay | (inner ? wanlink::kFlagInner : 0));
+}
+
+// The lanes this relay answers a connector at the dance with, before it knows the other host's
+// offer: its cap, or on auto the most (the other host and the legs' RTT decide, offer_lanes).
+uint8_t RelayData::answer_lanes() const {
+    return uint8_t(cfg_.lanes ? cfg_.lanes : wanlink::kMaxLanes);
+}
+
+// What the relay offers the other host for a connector that asked for `asked`: no more than the
+// connector and this relay's cap. On auto, a connector's 16 means auto too (a host offers 16 to
+// a host behind a relay: impi_dance.cpp), resolved here from the slower leg's RTT, which is the
+// path's part that crosses the WAN (the connector measured only its own leg).
+uint8_t RelayData::offer_lanes(const Pair* p, uint8_t asked) const {
+    const unsigned a = asked ? asked : 1;
+    if (cfg_.lanes) return uint8_t(std::min(a, cfg_.lanes));
+    if (a < wanlink::kMaxLanes) return uint8_t(a);
+    uint32_t worst = 0;
+    for (int fd : {p->fd_in, p->fd_out}) {
+        uint64_t win = 0;
+        uint32_t srtt = 0;
+        if (fd >= 0 && wanlink::socket_window(fd, &win, &srtt)) worst = std::max(worst, srtt);
+    }
+    return uint8_t(wanlink::auto_lanes(worst));
 }
 
 RelayData::~RelayData() { close_all(); }
@@ -158,6 +192,19 @@ void RelayData::on_accept(int lfd, int host) {
         sockaddr_in sa{};
         socklen_t sl = sizeof sa;
         int fd = ::accept4(lfd, reinterpret_cast<sockaddr*>(&sa), &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            // Out of descriptors (every lane of a pair costs two, issue 14): the connection
+            // stays in the backlog and the listener readable, so stop watching it for a while
+            // rather than spin; the host gives up a lane it cannot open (lanes.md).
+            WANMPI_LOG(warn, "cannot accept on the port of host %d: %s; pausing it for 100 ms",
+                       host, base::errno_text(errno).c_str());
+            loop_.remove(lfd);
+            loop_.after(100, [this, lfd, host] {
+                if (listeners_.count(lfd))
+                    loop_.add(lfd, EPOLLIN, [this, lfd, host](uint32_t) { on_accept(lfd, host); });
+            });
+            return;
+        }
         if (fd < 0) return;
         char b[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &sa.sin_addr, b, sizeof b);
@@ -216,6 +263,7 @@ void RelayData::on_pending(Pending* p) {
         mine.from = uint32_t(p->rep);
         mine.to = rank;
         mine.flags = leg_flags(!rep_own);  // a private port: the connector is a cluster host
+        mine.lanes = answer_lanes();
         base::set_nodelay(p->fd);
         p->hs = std::make_unique<wanlink::LinkHandshake>(
             false, keys_.keyed ? &keys_.key : nullptr, keys_.session.data(), mine, rank, true);
@@ -236,10 +284,12 @@ void RelayData::on_pending(Pending* p) {
 void RelayData::start_pair(Pending* p, uint32_t rank, std::unique_ptr<wanlink::LinkHandshake> hs) {
     bool rep_own = map_.own(p->rep);
     int h = rep_own ? p->rep : int(rank), j = rep_own ? int(rank) : p->rep;
-    uint64_t key = (uint64_t(uint32_t(h)) << 32) | uint32_t(j);
     // A reconnect (HELLO kind 1) takes the pair's place: the old pair, if the relay still has
-    // it, ends when the host it reaches drops its old connection for the new one.
-    const bool reconnect = hs && hs->peer().kind == 1;
+    // it, ends when the host it reaches drops its old connection for the new one. So does the
+    // opening of an extra lane (kind 2): a cut while opening it may make the host open it again.
+    const bool reconnect = hs && hs->peer().kind != 0;
+    const int lane = reconnect ? hs->peer().lane : 0;
+    const auto key = std::make_tuple(h, j, lane);
     if (taken_.count(key) && !reconnect)
         return drop_pending(p, "host " + std::to_string(rank) + " is already connected");
     // A wanmpi pair claims its slot only once the connector proved itself (on_secure()): a
@@ -259,15 +309,20 @@ void RelayData::start_pair(Pending* p, uint32_t rank, std::unique_ptr<wanlink::L
     pr->j = j;
     pr->rank = rank;
     pr->peer = peer;
+    pr->lane = lane;
     pr->name = "host " + std::to_string(h) + " (client " + std::to_string(map_.client) +
                ") <-> host " + std::to_string(j) + " (client " +
-               std::to_string(map_.out.hosts[size_t(j)].client) + ")";
+               std::to_string(map_.out.hosts[size_t(j)].client) + ")" +
+               (lane ? " lane " + std::to_string(lane) : "");
     pairs_[pr] = std::move(up);
     (rep_own ? pr->fd_out : pr->fd_in) = acc;
     pr->fd_acc = acc;
 
     WANMPI_LOG(debug, "pair %s: %s from %s", pr->name.c_str(),
-               hs ? (reconnect ? "reconnect" : "link handshake") : "plain IMPI", peer.c_str());
+               !hs ? "plain IMPI"
+                   : hs->peer().kind == 2 ? "opening a lane"
+                   : reconnect ? "reconnect" : "link handshake",
+               peer.c_str());
     if (hs) {
         pr->hs_acc = std::move(hs);
         pr->timer = loop_.after(cfg_.join_timeout_ms, [this, pr] {
@@ -275,7 +330,7 @@ void RelayData::start_pair(Pending* p, uint32_t rank, std::unique_ptr<wanlink::L
             end_pair(pr, "link handshakes not done within the join timeout");
         });
         secured++;
-        if (reconnect) resumed++;
+        if (pr->hs_acc->peer().kind == 1) resumed++;
         // Answer the connector now, and dial the other host only once it proved itself. At the
         // dance every number is known (a fresh stream); a reconnect gets the other host's in
         // FAR once the relay has them (handshake.hpp).
@@ -353,6 +408,8 @@ void RelayData::on_connected(Pair* pr) {
     mine.from = pr->rank;
     mine.to = uint32_t(inner ? pr->h : pr->j);
     mine.kind = hc.kind;
+    if (hc.kind != 0) mine.lane = hc.lane;  // the same lane on both legs
+    else mine.lanes = offer_lanes(pr, hc.lanes);
     mine.flags = uint8_t(leg_flags(inner) | (hc.flags & wanlink::kEndToEndFlags));
     mine.recv_off = hc.recv_off;
     mine.pay_left = hc.pay_left;
@@ -375,12 +432,14 @@ void RelayData::watch(Pair* pr, int fd, uint32_t ev) {
 
 // The legs of a wanmpi pair before forwarding: the acceptor's handshake with the connecting
 // host, then (once it proved itself) the connector's with the other, the other host's numbers
-// in FAR (a reconnect: from the next relay if the other host is behind one, then to the
-// connecting host), then TLS on each leg whose handshake asked for it. Called on every event of
-// either socket until start_forwarding().
+// in FAR (a reconnect or a lane: from the next relay if the other host is behind one, then to
+// the connecting host; at the dance with lanes: the link's lane count), then TLS on each leg
+// whose handshake asked for it. Called on every event of either socket until
+// start_forwarding().
 void RelayData::on_secure(Pair* pr) {
     using HS = wanlink::LinkHandshake;
-    const bool reconnect = pr->hs_acc->peer().kind == 1;
+    // A connection after the dance: a reconnect (kind 1) or an extra lane opening (kind 2).
+    const bool reconnect = pr->hs_acc->peer().kind != 0;
     const int fd_dial = pr->fd_acc == pr->fd_in ? pr->fd_out : pr->fd_in;
     const int other = pr->fd_acc == pr->fd_in ? pr->j : pr->h;
     std::string who_acc = "host " + std::to_string(pr->rank);
@@ -391,7 +450,7 @@ void RelayData::on_secure(Pair* pr) {
                                                      pr->hs_acc->reason());
         if (r == HS::done) {
             pr->acc_done = true;
-            const uint64_t key = (uint64_t(uint32_t(pr->h)) << 32) | uint32_t(pr->j);
+            const auto key = std::make_tuple(pr->h, pr->j, pr->lane);
             if (!reconnect && taken_.count(key))
                 return end_pair(pr, who_acc + " is already connected");
             taken_[key] = true;
@@ -423,14 +482,26 @@ void RelayData::on_secure(Pair* pr) {
                                               "WANMPI_WAN_SECURITY=tls too");
         }
     }
-    if (reconnect && !pr->far_in) {
-        // The other host behind a relay too: its numbers come in that relay's FAR.
+    // FAR: after the dance always; at the dance when both the connector's offer and our answer
+    // exceed one lane (then the connector waits for the link's lane count: handshake.hpp).
+    const wanlink::Hello& hc0 = pr->hs_acc->peer();
+    const bool far_back =
+        reconnect || wanlink::agreed_lanes(hc0.lanes, pr->hs_acc->mine().lanes) > 1;
+    if (far_back && !pr->far_in) {
+        // The other host behind a relay too: its numbers come in that relay's FAR. At the dance
+        // the next relay says so in its HELLO (kFlagRelay), and sends FAR under the same rule.
         const auto& t = pr->fd_acc == pr->fd_in ? map_.out.hosts[size_t(other)]
                                                 : map_.in.hosts[size_t(other)];
-        const bool relayed = t.nprocs > 0 &&
-                             !relay_of((pr->fd_acc == pr->fd_in ? map_.out : map_.in)
-                                           .procs[size_t(t.first_rank)].id)
-                                  .empty();
+        const bool relayed =
+            reconnect ? t.nprocs > 0 &&
+                            !relay_of((pr->fd_acc == pr->fd_in ? map_.out : map_.in)
+                                          .procs[size_t(t.first_rank)].id)
+                                 .empty()
+                      : (pr->far.flags & wanlink::kFlagRelay) &&
+                            wanlink::agreed_lanes(pr->hs_con->mine().lanes, pr->far.lanes) > 1;
+        // At the dance: the link's lanes are what the other host settled on with our offer (a
+        // next relay's FAR says it for the host behind it).
+        if (!reconnect) pr->k = wanlink::agreed_lanes(pr->hs_con->mine().lanes, pr->far.lanes);
         if (relayed) {
             while (pr->far_got < sizeof pr->far_buf) {
                 ssize_t n = ::recv(fd_dial, pr->far_buf + pr->far_got,
@@ -443,7 +514,11 @@ void RelayData::on_secure(Pair* pr) {
                 return end_pair(pr, who_con + "'s relay closed before it reported the far host");
             }
             std::string err = pr->hs_con->decode_far(pr->far_buf, &pr->far);
+            if (err.empty() && !reconnect && (pr->far.kind != 0 || pr->far.lanes > pr->k))
+                err = "FAR reports " + std::to_string(pr->far.lanes) + " lanes of " +
+                      std::to_string(pr->k) + " offered";
             if (!err.empty()) return end_pair(pr, "from " + who_con + "'s relay: " + err);
+            if (!reconnect) pr->k = std::max<unsigned>(1, pr->far.lanes);
         }
         pr->far_in = true;
         watch(pr, fd_dial, 0);
@@ -451,7 +526,8 @@ void RelayData::on_secure(Pair* pr) {
         wanlink::Hello f = pr->far;
         f.from = uint32_t(other);
         f.to = pr->rank;
-        f.kind = 1;
+        f.kind = reconnect ? 1 : 0;
+        if (!reconnect) f.lanes = uint8_t(pr->k);
         uint8_t rec[wanlink::kHello + wanlink::kMac];
         pr->hs_acc->encode_far(f, rec);
         if (::send(pr->fd_acc, rec, sizeof rec, MSG_NOSIGNAL | MSG_DONTWAIT) != ssize_t(sizeof rec))
@@ -508,8 +584,13 @@ void RelayData::start_forwarding(Pair* pr) {
         into_acc.pay = from_acc.pay_left;
         into_con.pay = from_con.pay_left;
         pr->resumable = pr->hs_acc->resume() && pr->hs_con->resume();
-        WANMPI_LOG(info, "pair %s: %s%s%s", pr->name.c_str(),
-                   from_acc.kind == 1 ? "reconnected" : "linked",
+        const std::string lanes =
+            from_acc.kind == 0 && pr->k > 1 ? ", " + std::to_string(pr->k) + " lanes" : "";
+        WANMPI_LOG(info, "pair %s: %s%s%s%s", pr->name.c_str(),
+                   from_acc.kind == 1   ? "reconnected"
+                   : from_acc.kind == 2 ? "lane opened"
+                                        : "linked",
+                   lanes.c_str(),
                    pr->tls_acc || pr->tls_con ? ", TLS on the outer leg" : "",
                    pr->resumable ? ", resumable" : "");
     }
@@ -712,6 +793,12 @@ void RelayData::end_pair(Pair* pr, const std::string& why) {
         // Not proven: a stranger (or a host with another secret); the job goes on.
         WANMPI_LOG(warn, "refused the connection from %s claiming host %u: %s", pr->peer.c_str(),
                    pr->rank, why.c_str());
+    } else if (!why.empty() && !pr->connected && pr->hs_acc &&
+               pr->hs_acc->peer().kind != 0) {
+        // A reconnect or a lane being opened that did not get through: the connecting host
+        // tries again (or, for a new lane, gives it up: docs/design/lanes.md); the job goes on.
+        WANMPI_LOG(warn, "pair %s: %s; closed (the host tries again or goes on without it)",
+                   pr->name.c_str(), why.c_str());
     } else if (!why.empty() && pr->resumable) {
         // The hosts reconnect through this relay and resend what the other did not get.
         WANMPI_LOG(warn, "pair %s: %s; both connections reset, the hosts reconnect",

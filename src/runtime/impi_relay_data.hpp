@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "base/socket.hpp"
 #include "runtime/event_loop.hpp"
@@ -72,7 +73,13 @@ private:
     std::map<int, int> listeners_;  // fd -> represented host
     std::map<Pending*, std::unique_ptr<Pending>> pending_;
     std::map<Pair*, std::unique_ptr<Pair>> pairs_;
-    std::map<uint64_t, bool> taken_;  // (h << 32 | j) pairs that exist or existed
+    // (h, j, lane): pairs that exist or existed. Each lane of a link (issue 14) is a relayed
+    // pair of its own, lane i of one leg joined to lane i of the other.
+    std::map<std::tuple<int, int, int>, bool> taken_;
+    // Lanes (docs/design/lanes.md "Through impi-relay and trunks"): what this relay answers a
+    // connector at the dance (its cap), and what it offers the other host.
+    uint8_t answer_lanes() const;
+    uint8_t offer_lanes(const Pair* p, uint8_t asked) const;
 };
 
 }  // namespace wanmpi::impi

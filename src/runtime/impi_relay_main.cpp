@@ -20,6 +20,7 @@
 #include "runtime/impi_relay.hpp"
 #include "runtime/launch_options.hpp"
 #include "runtime/launcher_util.hpp"
+#include "wanlink/lanes.hpp"
 
 using namespace wanmpi;
 
@@ -127,7 +128,8 @@ static int usage(const char* msg) {
         "  -launcher-exec CMD  the remote-exec agent for -join-hosts (default ssh; run as\n"
         "                CMD HOST COMMAND...), as mpirun's --launcher-exec\n"
         "  environment: WANMPI_IMPI_RELAY_SPLICE_MIN, WANMPI_IMPI_RELAY_STARTUP_TIMEOUT,\n"
-        "               WANMPI_IMPI_JOIN_TIMEOUT, WANMPI_WAN_RECONNECT_S, WANMPI_LOG_LEVEL\n");
+        "               WANMPI_IMPI_JOIN_TIMEOUT, WANMPI_WAN_RECONNECT_S, WANMPI_WAN_LANES,\n"
+        "               WANMPI_LOG_LEVEL\n");
     return msg ? 2 : 0;
 }
 
@@ -213,6 +215,9 @@ int main(int argc, char** argv) {
         cfg.poll_children = poll_members;
         cfg.end_children = end_members;
     }
+    // The most lanes a relayed link may have (docs/design/lanes.md); a malformed value is refused.
+    if (base::Status st = wanlink::lanes_setting(&cfg.lanes); !st.ok())
+        return usage(st.message().c_str());
     if (verbose && !std::getenv("WANMPI_LOG_LEVEL")) setenv("WANMPI_LOG_LEVEL", "2", 1);
     std::signal(SIGPIPE, SIG_IGN);
     return impi::run_relay(cfg);

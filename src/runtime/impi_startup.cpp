@@ -190,6 +190,7 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
         if (jh.nprocs > 0 && size_t(jh.first_rank) < r.job.procs.size()) {
             const std::string via = relay_of(r.job.procs[size_t(jh.first_rank)].id);
             if (!via.empty()) dp.name += " through impi-relay at " + via;
+            dp.relayed = !via.empty();
         }
         dp.skip = !dc.intra_client && jh.client == r.client;
         // Both ends wanmpi: the link handshake runs, also through impi-relay (which runs it on

@@ -135,7 +135,8 @@ bool compressed_len(const Packet& p, uint64_t maxlen, uint32_t* raw_len, std::st
 
 std::string decode_packet(const uint8_t in[kPacketHeader], uint64_t maxlen, Packet* p) {
     p->type = get_be32(in);
-    if (p->type > PK_FINI && p->type != PK_WAN_ACK) return "unknown packet type " + std::to_string(p->type);
+    if (p->type > PK_FINI && p->type != PK_WAN_ACK && p->type != PK_WAN_LANES)
+        return "unknown packet type " + std::to_string(p->type);
     p->len = get_be32(in + 4);
     std::memcpy(p->src.host.data(), in + 8, 16);
     p->src.pid = int64_t(get_be64(in + 24));

@@ -98,6 +98,10 @@ enum PacketType : uint32_t {
     // wanlink/replay.hpp): "I have consumed `srqid` bytes of your stream", header only, not
     // counted by IMPI's flow control. A plain IMPI peer never sees one.
     PK_WAN_ACK = 0x77610001,
+    // wanmpi extension (only on links of several lanes, docs/design/lanes.md "A lane that
+    // cannot be opened"): "I gave up opening the lanes of bitmask `srqid` (bit i: lane i); go
+    // on without them". Header only, on lane 0, not counted by IMPI's flow control.
+    PK_WAN_LANES = 0x77610002,
 };
 constexpr size_t kPacketHeader = 128;
 

@@ -87,9 +87,7 @@ std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     if (in[4] != 2)
         return "link handshake version " + std::to_string(in[4]) +
                " (this wanmpi speaks 2: every cluster and relay of a job must run one release)";
-    if (in[5] & ~uint8_t(kFlagAuth | kFlagTls | kFlagResume | kFlagKeyed | kFlagZstd | kFlagInner |
-                  kFlagZfilter))
-        return "unknown link handshake flags " + std::to_string(in[5]);
+    // Every bit of the flags byte is defined (HelloFlags): nothing to refuse there.
     if (in[6] > 2) return "unknown link handshake kind " + std::to_string(in[6]);
     if (in[6] == 0 && in[7] > kMaxLanes)
         return "link handshake offers " + std::to_string(in[7]) + " lanes (at most " +

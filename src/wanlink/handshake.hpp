@@ -37,6 +37,19 @@
 //     and 2: the index of the lane this connection is (0 for the dance's own). Kind 2 opens a
 //     lane for the first time (recv_off 0); kind 1 resumes one after a break. The byte is
 //     covered by both MACs like every HELLO byte, so nobody on the path can change k.
+//          bit7 this side is an impi-relay (both legs): at the dance it sends FAR with the
+//          link's end-to-end lane count (below).
+//   Lanes through impi-relay (docs/design/lanes.md "Through impi-relay and trunks"): lanes are
+//     end to end; the relay joins lane i of one leg to lane i of the other, each lane a relayed
+//     pair of its own (kind 2 and 1 connections name their lane; the relay carries it over).
+//     The relay answers a kind-0 HELLO before it reached the other host, with its own cap
+//     (WANMPI_WAN_LANES of the relay; auto: 16), and offers the other host the smaller of the
+//     connector's offer and its cap (auto, when the connector offered 16: what auto_lanes()
+//     gives for the slower leg's RTT). When both the connector's offer and the relay's answer
+//     exceed 1, the relay sends FAR (kind 0, lanes = the count the other host settled on, from
+//     its HELLO or from the next relay's FAR) right after the handshake, and the connector
+//     takes that count: so both hosts, and every relay between them, agree on k. A connector
+//     on auto offers 16 to a host behind a relay (its own RTT is to the relay, not the path).
 //   recv_off: bytes of the peer's stream this side has consumed (reconnect: resend from there).
 //     Never inside a packet header: a receiver in the middle of one names the header's start
 //     (and drops the partial header when the bytes come again).
@@ -106,6 +119,7 @@ enum HelloFlags : uint8_t {
     kFlagZstd = 16,
     kFlagInner = 32,
     kFlagZfilter = 64,
+    kFlagRelay = 128,
 };
 // The flags that describe the two hosts' streams rather than one connection: a relay carries
 // them from one leg to the other.

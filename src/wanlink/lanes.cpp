@@ -1,5 +1,7 @@
 #include "wanlink/lanes.hpp"
 
+#include <algorithm>
+
 #include "base/tunables.hpp"
 #include "wanlink/handshake.hpp"
 
@@ -14,9 +16,18 @@ static base::Tunable<std::string> t_lanes(
     "Messages of one (communicator, tag) always take the same lane; a segment lost on one lane "
     "then delays only the messages on it, not those of other tags (MPI's order is restored by "
     "sequence numbers: docs/design/lanes.md). The link uses the smaller of the two sides' "
-    "values; a plain IMPI peer and impi-relay legs get one lane. auto: 1 on a path below 2 ms "
-    "round trip, 4 above (the connecting side measures it; an accepting side set to auto takes "
-    "the connecting side's choice).",
+    "values (and of impi-relay's, which carries each lane as a pair of its own); a plain IMPI "
+    "peer gets one lane. auto: 1 on a path below 2 ms round trip, 4 above (the connecting side "
+    "measures it, or the relay for a host behind one; an accepting side set to auto takes the "
+    "connecting side's choice).",
+    base::Level::tuner);
+
+static base::Tunable<int64_t> t_lane_open(
+    "WAN", "LANE_OPEN_S", 10,
+    "Seconds an extra lane (WANMPI_WAN_LANES) may take to open. A lane not open by then (a "
+    "firewall that lets one connection per host through, a relay or host out of descriptors) "
+    "is given up: both ends go on with the lanes they have, its streams move to another lane, "
+    "and the connecting side logs it. Each connection attempt waits at most 1 s here.",
     base::Level::tuner);
 
 Status parse_lanes(const std::string& text, unsigned* out) {
@@ -33,6 +44,8 @@ Status parse_lanes(const std::string& text, unsigned* out) {
 }
 
 Status lanes_setting(unsigned* out) { return parse_lanes(t_lanes.get(), out); }
+
+int64_t lane_open_ms() { return std::max<int64_t>(1, t_lane_open.get()) * 1000; }
 
 unsigned auto_lanes(uint32_t srtt_us) { return srtt_us >= 2000 ? 4 : 1; }
 

@@ -18,6 +18,10 @@ namespace wanmpi::wanlink {
 base::Status parse_lanes(const std::string& text, unsigned* out);
 base::Status lanes_setting(unsigned* out);
 
+// WANMPI_WAN_LANE_OPEN_S in ms: how long the connecting side tries to open an extra lane before
+// the link goes on without it (docs/design/lanes.md "A lane that cannot be opened").
+int64_t lane_open_ms();
+
 // What `auto` offers on a path of this smoothed RTT (microseconds; 0: unknown): one lane on a
 // LAN (below 2 ms nothing is gained), 4 above.
 unsigned auto_lanes(uint32_t srtt_us);

@@ -366,8 +366,9 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     bad[0] = 'X';
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
     std::memcpy(bad, b, sizeof b);
-    bad[5] = 0x80;  // unknown flag
-    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    bad[5] = 0x80;  // the last flag bit: an impi-relay (FAR with the lanes at the dance)
+    ASSERT_EQ(wanlink::decode_hello(bad, &g), "");
+    EXPECT_EQ(g.flags, wanlink::kFlagRelay);
     std::memcpy(bad, b, sizeof b);
     bad[4] = 1;  // version 1 (before pay_left): every host and relay of a job runs one release
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
@@ -441,6 +442,35 @@ TEST(WanlinkHandshake, RelayCarriesStreamNumbersAcrossLegs) {
     EXPECT_FALSE(c5.tls() || racc.tls());  // the inner leg
     EXPECT_TRUE(c5.resume() && a2.resume());
     EXPECT_NE(c5.tls_psk(), a2.tls_psk());
+}
+
+// Lanes through impi-relay at the dance (issue 14): the relay answers before it knows the far
+// host's offer, with kFlagRelay, and sends FAR (kind 0) with the count the far host settled on;
+// the connector takes that, and FAR's lanes byte is as protected as any HELLO byte.
+TEST(WanlinkHandshake, RelayReportsTheLinksLanesInFar) {
+    uint8_t sess[32] = {9};
+    wanlink::Key k = wanlink::link_key(secret_of("the job secret, 24 bytes"), sess);
+    wanlink::Hello hc, ra;
+    hc.from = 5; hc.to = 2; hc.lanes = wanlink::kMaxLanes;  // auto towards a relayed host
+    ra.from = 2; ra.to = 5; ra.lanes = 8; ra.flags = wanlink::kFlagRelay;  // the relay's cap
+    wanlink::LinkHandshake c(true, &k, sess, hc, 2), r(false, &k, sess, ra, 5);
+    Pair p;
+    wanlink::LinkHandshake::Result rc, rr;
+    drive(c, r, p.fd[0], p.fd[1], &rc, &rr);
+    ASSERT_EQ(rc, wanlink::LinkHandshake::done) << c.reason();
+    ASSERT_EQ(rr, wanlink::LinkHandshake::done) << r.reason();
+    EXPECT_TRUE(c.peer().flags & wanlink::kFlagRelay);
+    EXPECT_EQ(wanlink::agreed_lanes(c.mine().lanes, c.peer().lanes), 8u);  // so FAR follows
+    wanlink::Hello far;
+    far.from = 2; far.to = 5; far.kind = 0; far.lanes = 3;  // the far host offered 3
+    uint8_t rec[wanlink::kHello + wanlink::kMac];
+    r.encode_far(far, rec);
+    wanlink::Hello got;
+    ASSERT_EQ(c.decode_far(rec, &got), "");
+    EXPECT_EQ(got.kind, 0u);
+    EXPECT_EQ(got.lanes, 3u);
+    rec[7] = 8;  // the lanes byte, altered on the way
+    EXPECT_NE(c.decode_far(rec, &got), "");
 }
 
 TEST(WanlinkHandshake, MutualProofAndTlsKeyAgree) {

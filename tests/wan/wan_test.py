@@ -34,6 +34,11 @@ and on each: sends a claimed host rank 1 and a well-formed wanmpi link HELLO wit
 proof; sends garbage; stays silent. The job must go on; the test's regex checks that the
 ranks logged the refusals.
 
+--firewall C:LO:HI gives every host of cluster C, for the job's duration, a firewall that lets
+at most one TCP connection at a time from each address into ports LO..HI (iptables connlimit
+on new connections): with the cluster's WANMPI_IMPI_PORT_RANGE=LO:HI, the dance's connection
+passes and a link's extra lanes cannot be opened (issue 14: the link goes on with fewer).
+
 A job passes with `--expect pass` when wanmpi-sites exits 0 and the output matches RE (default
 " No Errors"); with `--expect fail` when it exits non-zero (not by a timeout), every other cluster ended by
 itself within wanmpi-sites' --grace after the first failure, and the output matches RE if given. In both cases nothing of the job may be left running (wanmpi-sites
@@ -163,7 +168,7 @@ def check_stats(path, checks):
 def cmd_job(wanemu, run, sites, rest):
     need_root()
     expect, regex, stats, kill_every = "pass", None, None, None
-    capture = stranger = loss = None
+    capture = stranger = loss = firewall = None
     while rest and rest[0] != "--":
         if rest[0] == "--expect":
             expect = rest[1]
@@ -179,6 +184,8 @@ def cmd_job(wanemu, run, sites, rest):
             stranger = rest[1]
         elif rest[0] == "--loss":
             loss = rest[1]
+        elif rest[0] == "--firewall":
+            firewall = rest[1]
         else:
             print(f"wan_test: unknown option {rest[0]}")
             return 2
@@ -204,6 +211,18 @@ def cmd_job(wanemu, run, sites, rest):
         # cross it meanwhile only slow down); the link's loss is 0 again afterwards.
         link, pct = loss.split("=")
         subprocess.run([wanemu, "set", "--name", run, link, f"loss={pct}"], check=True)
+    fw_rules = []
+    if firewall:
+        c, lo, hi = firewall.split(":")
+        rule = ["INPUT", "-p", "tcp", "--syn", "--dport", f"{lo}:{hi}", "-m", "connlimit",
+                "--connlimit-above", "1", "--connlimit-mask", "32", "-j", "DROP"]
+        for ns in run_netns(run):
+            if re.match(rf"wn\.{re.escape(run)}\.{re.escape(c)}h\d+$", ns):
+                subprocess.run(["ip", "netns", "exec", ns, "iptables", "-A", *rule], check=True)
+                fw_rules.append((ns, rule))
+        if not fw_rules:
+            print(f"wan_test: --firewall: no host of cluster {c} in run {run}")
+            return 1
     try:
         if kill_every is None and capture is None and stranger is None:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -214,6 +233,8 @@ def cmd_job(wanemu, run, sites, rest):
     finally:
         if loss:
             subprocess.run([wanemu, "set", "--name", run, link, "loss=0"])
+        for ns, rule in fw_rules:
+            subprocess.run(["ip", "netns", "exec", ns, "iptables", "-D", *rule])
     sys.stdout.write(out)
     why = None
     if "left running" in out:
