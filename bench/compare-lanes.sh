@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # compare-lanes.sh: issue 14 between two clusters: head-of-line blocking (a ping during a large
 # transfer to the same peer), for wanmpi with each part of the remedy on and off, and Open MPI
-# over the same link, in the same wanemu run, and lanes (WANMPI_WAN_LANES) one against auto.
-# (Striping is not built yet; the task farm's lanes comparison is bench/compare-farm.sh's.)
+# over the same link, in the same wanemu run, and lanes (WANMPI_WAN_LANES) one against auto, and
+# one large transfer striped over 4 lanes (WANMPI_WAN_STRIPE) against one lane. (The task farm's
+# lanes comparison is bench/compare-farm.sh's.)
 #
 #   sudo bench/compare-lanes.sh [--delay 10ms] [--rate 200mbit] [--loss "0 1"] [--size 64]
 #                               [--only hol,fat] [--runs N] [--quick] [--no-openmpi]
@@ -35,7 +36,11 @@
 #          default  (nothing set: PRIORITY=1, NOTSENT_LOWAT=auto, FRAGMENT=auto, LANES=auto:
 #                   4 lanes at this delay; the ping's tag and the transfer's hash to different
 #                   lanes on MPI_COMM_WORLD, so a segment lost on the transfer's lane does not
-#                   hold the ping)
+#                   hold the ping; STRIPE=auto)
+#          lanes4   WANMPI_WAN_LANES=4 WANMPI_WAN_STRIPE=off   the transfer on its own lane
+#          striped  WANMPI_WAN_LANES=4 WANMPI_WAN_STRIPE=on    the transfer over all 4 lanes
+#        (not in the default list: --modes "lanes1 lanes4 striped" for the throughput of one
+#        transfer, e.g. --only hol --loss 1 --size 64 --no-openmpi)
 #        and Open MPI (ob1, btl tcp; its default TCP buffers and 1-byte eager path).
 #   fat  what TCP_NOTSENT_LOWAT costs on a long fat pipe: a second wanemu run at 1 Gbit/s, MTU
 #        9000 + GSO, same delay, no loss; hol_bench -n (the transfer alone, no pings) with
@@ -123,7 +128,7 @@ run_openmpi() {  # RUN OUT ARGS...
 MODES=(before lowat prio prio+lw lanes1 default)
 if [ -n "$MODES_ARG" ]; then
     for m in $MODES_ARG; do
-        case " ${MODES[*]} " in *" $m "*) ;; *) die "--modes: unknown mode $m" ;; esac
+        case " ${MODES[*]} lanes4 striped " in *" $m "*) ;; *) die "--modes: unknown mode $m" ;; esac
     done
     read -r -a MODES <<<"$MODES_ARG"
 fi
@@ -134,6 +139,8 @@ mode_env() {
         prio) echo WANMPI_WAN_PRIORITY=1 WANMPI_WAN_NOTSENT_LOWAT=0 WANMPI_WAN_FRAGMENT=-1 ;;
         prio+lw) echo WANMPI_WAN_PRIORITY=1 WANMPI_WAN_NOTSENT_LOWAT=auto WANMPI_WAN_FRAGMENT=0 ;;
         lanes1) echo WANMPI_WAN_LANES=1 ;;
+        lanes4) echo WANMPI_WAN_LANES=4 WANMPI_WAN_STRIPE=off ;;
+        striped) echo WANMPI_WAN_LANES=4 WANMPI_WAN_STRIPE=on ;;
         default) echo ;;
     esac
 }

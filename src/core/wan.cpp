@@ -24,7 +24,9 @@
 // empty; every other packet (eager messages, DATASYNC, SYNCACK, CANCEL*, PROTOACK) is queued
 // before cuts not yet started. Only granted DATA moves, and only relative to other packets:
 //  - it is never matched (found by pk_drqid), so matching sees DATA/DATASYNC in send order;
-//  - fragments keep their order (the receiver places them by its running offset);
+//  - fragments keep their order (the receiver places them by its running offset); on a link
+//    of several lanes each carries its offset (pk_count) and a frame may be striped over the
+//    lanes (`Peer::stripe`, WANMPI_WAN_STRIPE), its cuts arriving in any order;
 //  - everything else keeps its order, so a CANCEL still follows the message it names;
 //  - FINI waits for `bulk` to empty; a reordered packet was never partly written, so the byte
 //    stream (and replay after a reconnect, which works on its offsets) is unaffected.
@@ -160,6 +162,9 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
         pk.drqid = h.rreq;
         pk.srqid = ls.srqid;
         pk.msglen = ls.size;
+        // Links of several lanes: the payload's offset in the message, in pk_count (a QoS field
+        // plain IMPI leaves 0), since striped cuts arrive in any order (cut_bulk sets each).
+        if (p.k() > 1) pk.count = int64_t(off + skip);
         o.payload = payload + skip;
         o.len = len - skip;
         break;
@@ -349,8 +354,18 @@ void Wan::post_send(int peer, SendOp* op) {
         b.payload = o.payload;
         b.len = o.len;
         b.op = op;
+        b.base = uint64_t(b.pk.count);
         if (priority_) {
             retune(l);
+            if (stripe_now(p, l, b)) {
+                auto st = std::make_unique<Striped>();
+                st->op = op;
+                b.st = st.get();
+                b.op = nullptr;
+                p.striped[st.get()] = std::move(st);
+                p.stripe.push_back(b);
+                return;
+            }
             l.bulk.push_back(b);
             return;
         }
@@ -360,6 +375,7 @@ void Wan::post_send(int peer, SendOp* op) {
             Out c;
             const uint64_t n = std::min(frag, b.len - b.cut);
             b.pk.len = uint32_t(n);
+            if (p.k() > 1) b.pk.count = int64_t(b.base + b.cut);
             impi::encode_packet(b.pk, c.hdr);
             c.payload = b.payload + b.cut;
             c.len = n;
@@ -410,23 +426,43 @@ void Wan::retune(Lane& p) {
     p.frag = std::clamp<uint64_t>(frag, 1, maxlen_);
 }
 
+// Striping (docs/design/lanes.md): on when asked, on a link with two lanes in use or more, for a
+// frame of a message big enough to give every lane a cut; auto: where one connection falls
+// short of the path, i.e. loss-based congestion control or a connection that has retransmitted.
+bool Wan::stripe_now(const Peer& p, Lane& l, const Bulk& b) {
+    if (stripe_ == wanlink::Stripe::off || p.k() < 2) return false;
+    unsigned used = 0;
+    for (const auto& x : p.lanes) used += x->dropped ? 0 : 1;
+    if (used < 2 || b.pk.msglen < uint64_t(used) * frag_of(l)) return false;
+    if (stripe_ == wanlink::Stripe::on) return true;
+    if (l.fd < 0) return false;
+    const std::string cc = wanlink::socket_cc(l.fd);
+    return cc == "cubic" || cc == "reno" || wanlink::read_tcp_info(l.fd).retrans > 0;
+}
+
 bool Wan::cut_bulk(Peer& p, Lane& l) {
     if (!can_cut(p, l)) return false;
     retune(l);
-    Bulk& b = l.bulk.front();
+    // The lane's own (a message's DATA on its lane) first, then striped frames.
+    std::deque<Bulk>& q = !l.bulk.empty() ? l.bulk : p.stripe;
+    Bulk& b = q.front();
     Out o;
     const uint64_t n = std::min<uint64_t>(l.frag, b.len - b.cut);
     b.pk.len = uint32_t(n);
+    if (p.k() > 1) b.pk.count = int64_t(b.base + b.cut);
     impi::encode_packet(b.pk, o.hdr);
     o.payload = b.payload + b.cut;
     o.len = n;
     o.bulk = true;
     o.lane = l.idx;
     o.zcand = p.zstd && n >= zpol_.min_bytes;  // each cut is a packet of its own
+    o.st = b.st;
+    if (b.st) b.st->unwritten++;
     b.cut += n;
     if (b.cut == b.len) {
         o.op = b.op;
-        l.bulk.pop_front();
+        if (b.st) b.st->all_cut = true;
+        q.pop_front();
     }
     p.sent++;
     l.wire.push_back(std::move(o));
@@ -525,6 +561,7 @@ int Wan::write_some(Lane& l) {
             left -= take;
             if (o.off < sizeof o.hdr + o.len) break;
             if (o.op && o.op->on_complete) o.op->on_complete(o.op, true);
+            if (o.st) striped_written(p, o.st);
             l.wire.pop_front();
             l.ctr.msgs_sent++;
             done++;
@@ -603,10 +640,19 @@ void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
         auto it = p.long_recvs.find(pk.drqid);
         if (it == p.long_recvs.end()) return;  // receive gone (failed/truncated): discard
         LongRecv& lr = it->second;
-        uint64_t n = lr.off < lr.want ? std::min<uint64_t>(pk.len, lr.want - lr.off) : 0;
+        // Where it goes: on a link of several lanes the sender says (pk_count: striped cuts
+        // arrive in any order); else fragments come in order. lr.off counts the bytes in.
+        const uint64_t at = p.k() > 1 ? uint64_t(pk.count) : lr.off;
+        if (p.k() > 1 && (pk.count < 0 || at + pk.len > lr.size)) {
+            fail(p, "IMPI DATA packet from " + lane_name(l) + " for bytes " + std::to_string(at) +
+                        ".." + std::to_string(at + pk.len) + " of a " + std::to_string(lr.size) +
+                        "-byte message");
+            return;
+        }
+        uint64_t n = at < lr.want ? std::min<uint64_t>(pk.len, lr.want - at) : 0;
         h.type = F_DATA;
         h.rreq = pk.drqid;
-        h.addr = lr.off;
+        h.addr = at;
         lr.off += pk.len;
         if (lr.off >= lr.size) p.long_recvs.erase(it);
         if (n == 0) return;
@@ -912,7 +958,7 @@ void Wan::share_caps() {
         if (!p.alive) continue;
         const uint64_t w = weight_.empty() ? 0 : weight_[size_t(r)];
         wall += w;
-        bool b = !p.held.empty();
+        bool b = !p.held.empty() || !p.stripe.empty();
         for (const auto& l : p.lanes)
             b = b || !l->wire.empty() || !l->bulk.empty() || wanlink::socket_unsent(l->fd) > 0;
         if (b) {

@@ -57,6 +57,16 @@ struct Out {
     // packet overlaps with the kernel sending the ones before it.
     bool zcand = false;
     uint8_t lane = 0;             // the lane it goes on (Peer::held holds packets of all lanes)
+    struct Striped* st = nullptr; // a cut of a striped frame: counted off in st when written
+};
+
+// An engine DATA frame striped over the lanes of its link (docs/design/lanes.md "Striping
+// large messages"): its cuts go out on whichever lanes take them first, so the frame's SendOp
+// completes only once every cut is written (the cuts point into the engine's buffer).
+struct Striped {
+    SendOp* op = nullptr;
+    uint64_t unwritten = 0;  // cuts queued on some lane, not yet written
+    bool all_cut = false;
 };
 
 // The DATA of a long message that the receiver granted (its SYNCACK came), as the engine posted
@@ -69,6 +79,10 @@ struct Bulk {
     uint64_t len = 0;
     uint64_t cut = 0;             // bytes already cut into wire packets
     SendOp* op = nullptr;         // completed with the last cut, once it is written
+    // Links of several lanes: the message offset of payload[0]; each cut carries its own in
+    // pk_count (the receiver places it there: cuts of a striped frame arrive in any order).
+    uint64_t base = 0;
+    Striped* st = nullptr;        // striped (Peer::stripe): op is st's
 };
 
 // What the engine sent that a SYNCACK / CANCEL reply refers to.
@@ -205,6 +219,11 @@ struct Peer {
     };
     std::map<uint64_t, First> firsts;            // by srqid
     std::map<uint64_t, LongRecv> long_recvs;     // by drqid
+    // Granted DATA striped over the lanes (WANMPI_WAN_STRIPE): every lane cuts from here when
+    // its own bulk queue is empty and its socket takes data, so a lane slowed by loss takes
+    // less. In order; the frames' completion records in `striped`.
+    std::deque<Bulk> stripe;
+    std::map<Striped*, std::unique_ptr<Striped>> striped;
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -361,7 +380,7 @@ public:
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
             if (!p.alive) continue;
-            if (!p.held.empty()) return false;
+            if (!p.held.empty() || !p.stripe.empty()) return false;
             for (const auto& l : p.lanes)
                 if (l->open && (!l->wire.empty() || !l->bulk.empty())) return false;
         }
@@ -551,7 +570,7 @@ public:
         for (int r : list_) {
             const Peer& p = peers_[size_t(r)];
             if (!p.alive) continue;
-            if (!p.held.empty()) return false;
+            if (!p.held.empty() || !p.stripe.empty()) return false;
             for (const auto& l : p.lanes)  // (a lane the peer closed after its FINI is done)
                 if (l->open && (!l->fini_rcvd || !l->wire.empty() || !l->bulk.empty()))
                     return false;
@@ -628,8 +647,9 @@ private:
     void admit(Peer& p) {
         while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
             Lane& l = *p.lanes[p.held.front().lane];
-            // FINI (the one uncounted packet held) follows every byte of data of its lane.
-            if (!p.held.front().counted && !l.bulk.empty()) break;
+            // FINI (the one uncounted packet held) follows every byte of data of its lane, and
+            // every striped cut (which may yet go on this lane).
+            if (!p.held.front().counted && (!l.bulk.empty() || !p.stripe.empty())) break;
             if (p.held.front().counted) p.sent++;
             to_wire(l, std::move(p.held.front()));
             p.held.pop_front();
@@ -647,8 +667,33 @@ private:
     // the PROTOACKs of bulk data (hiwater < 4: no reserve, or nothing would move).
     // (An uncounted packet held is FINI, which waits for `bulk` itself.)
     bool can_cut(const Peer& p, const Lane& l) const {
-        return !l.bulk.empty() && (p.held.empty() || !p.held.front().counted) &&
-               p.sent + hiwater_ / 4 < hiwater_;
+        return (!l.bulk.empty() || stripe_turn(p, l)) &&
+               (p.held.empty() || !p.held.front().counted) && p.sent + hiwater_ / 4 < hiwater_;
+    }
+    // A striped cut goes to a lane whose kernel holds no more bytes not yet acknowledged
+    // (unsent and in flight, SIOCOUTQ) than any other lane in use, within one cut: the lane that
+    // delivers fastest takes the most, and a lane holding a lost segment takes nothing more
+    // until it recovers. A socket's being writable is not enough: IMPI's window (HIWATER packets
+    // per pair) is what limits, and the lane served first after a PROTOACK would take all of
+    // it; through impi-relay every lane's first leg is a fast LAN as well.
+    // (A lane not its turn asks for no EPOLLOUT: prepare_sleep uses can_cut.)
+    bool stripe_turn(const Peer& p, const Lane& l) const {
+        if (p.stripe.empty() || l.down || l.dropped || l.fd < 0) return false;
+        const int64_t mine = wanlink::socket_queued(l.fd);
+        const int64_t slack = int64_t(std::max<uint64_t>(l.frag, 65536));
+        for (const auto& x : p.lanes)
+            if (x.get() != &l && !x->down && !x->dropped && x->fd >= 0 &&
+                wanlink::socket_queued(x->fd) + slack < mine)
+                return false;
+        return true;
+    }
+    // Whether granted DATA of this frame is striped (WANMPI_WAN_STRIPE), and the bookkeeping
+    // when one of its cuts has been written.
+    bool stripe_now(const Peer& p, Lane& l, const Bulk& b);
+    void striped_written(Peer& p, Striped* st) {
+        if (--st->unwritten > 0 || !st->all_cut) return;
+        if (st->op && st->op->on_complete) st->op->on_complete(st->op, true);
+        p.striped.erase(st);
     }
     // The next wire packet of granted DATA into `wire` (empty then): at most `frag` bytes.
     bool cut_bulk(Peer& p, Lane& l);
@@ -716,6 +761,10 @@ private:
         for (Out& o : p.held)
             if (o.op) push_local(Local{p.rank, o.op, false, {}, {}});
         p.held.clear();
+        for (auto& [st, own] : p.striped)
+            if (st->op) push_local(Local{p.rank, st->op, false, {}, {}});
+        p.striped.clear();
+        p.stripe.clear();
         for (auto& lp : p.lanes) {
             Lane& l = *lp;
             close_lane(l);
@@ -834,6 +883,7 @@ private:
     uint64_t maxlen_ = 0;
     uint32_t hiwater_ = 1, ackmark_ = 1;
     const bool priority_ = priority_enabled();
+    const wanlink::Stripe stripe_ = wanlink::stripe_mode();
     const int64_t frag_setting_ = fragment_setting();
     const int64_t lowat_setting_ = wanlink::notsent_lowat_setting();
     impi::Proc my_proc_;

@@ -162,6 +162,8 @@ Status startup(base::Kvs& kvs, const StartupOptions& opt, Startup* out) {
     if (!(s = wanlink::filter_policy(&zf_auto, &zf_fixed)).ok()) return s;
     unsigned lanes = 1;
     if (!(s = wanlink::lanes_setting(&lanes)).ok()) return s;
+    wanlink::Stripe stripe;
+    if (!(s = wanlink::stripe_setting(&stripe)).ok()) return s;
     r.link.lanes = uint8_t(lanes);
     {
         std::vector<uint8_t> sn;

@@ -45,6 +45,33 @@ Status parse_lanes(const std::string& text, unsigned* out) {
 
 Status lanes_setting(unsigned* out) { return parse_lanes(t_lanes.get(), out); }
 
+static base::Tunable<std::string> t_stripe(
+    "WAN", "STRIPE", "auto",
+    "Spread the data of a long message (after the receiver granted it) over the lanes of its "
+    "link (WANMPI_WAN_LANES > 1), each packet to whichever lane's connection takes data first, "
+    "so that one transfer uses every lane and a lane slowed by loss carries less. on, off, or "
+    "auto: when the connection's congestion control is loss-based (cubic, reno) or it has "
+    "retransmitted (with BBR on a clean path one connection already fills it). Only messages "
+    "of at least lanes x WANMPI_WAN_FRAGMENT bytes.",
+    base::Level::tuner);
+
+Status parse_stripe(const std::string& text, Stripe* out) {
+    if (text.empty() || text == "auto") *out = Stripe::autos;
+    else if (text == "on" || text == "1") *out = Stripe::on;
+    else if (text == "off" || text == "0") *out = Stripe::off;
+    else
+        return Status(Errc::invalid, "WANMPI_WAN_STRIPE='" + text + "': expected auto, on or off");
+    return Status::OK();
+}
+
+Status stripe_setting(Stripe* out) { return parse_stripe(t_stripe.get(), out); }
+
+Stripe stripe_mode() {
+    Stripe s = Stripe::autos;
+    if (!stripe_setting(&s).ok()) s = Stripe::autos;
+    return s;
+}
+
 int64_t lane_open_ms() { return std::max<int64_t>(1, t_lane_open.get()) * 1000; }
 
 unsigned auto_lanes(uint32_t srtt_us) { return srtt_us >= 2000 ? 4 : 1; }

@@ -22,6 +22,14 @@ base::Status lanes_setting(unsigned* out);
 // the link goes on without it (docs/design/lanes.md "A lane that cannot be opened").
 int64_t lane_open_ms();
 
+// WANMPI_WAN_STRIPE (docs/design/lanes.md "Striping large messages"): whether the granted DATA
+// of a long message is spread over a link's lanes. auto: when the connection's congestion
+// control is loss-based (cubic, reno) or it has retransmitted. A malformed value is an error.
+enum class Stripe : uint8_t { off, on, autos };
+base::Status parse_stripe(const std::string& text, Stripe* out);
+base::Status stripe_setting(Stripe* out);
+Stripe stripe_mode();  // the setting, auto if malformed (MPI_Init refused it already)
+
 // What `auto` offers on a path of this smoothed RTT (microseconds; 0: unknown): one lane on a
 // LAN (below 2 ms nothing is gained), 4 above.
 unsigned auto_lanes(uint32_t srtt_us);

@@ -77,6 +77,11 @@ int64_t socket_unsent(int fd) {
     return ioctl(fd, SIOCOUTQNSD, &v) == 0 && v > 0 ? v : 0;
 }
 
+int64_t socket_queued(int fd) {
+    int v = 0;
+    return ioctl(fd, SIOCOUTQ, &v) == 0 && v > 0 ? v : 0;
+}
+
 uint64_t socket_pacing(int fd) {
     uint64_t v = 0;
     socklen_t len = sizeof v;

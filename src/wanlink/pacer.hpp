@@ -78,6 +78,8 @@ VolumeShare volume_share(const int64_t* bytes, size_t n, size_t me);
 int set_socket_pacing(int fd, uint64_t bytes_per_s);
 // Bytes written to `fd` that TCP has not sent yet (SIOCOUTQNSD); 0 if unknown.
 int64_t socket_unsent(int fd);
+// Bytes written to `fd` that the peer has not acknowledged yet (SIOCOUTQ: unsent + in flight).
+int64_t socket_queued(int fd);
 // The socket's SO_MAX_PACING_RATE (UINT64_MAX when unlimited), or 0 if it cannot be read.
 uint64_t socket_pacing(int fd);
 

@@ -256,4 +256,13 @@ TEST(Lanes, HashAndSetting) {
     EXPECT_FALSE(wanlink::parse_lanes("four", &k).ok());
     EXPECT_EQ(wanlink::auto_lanes(500), 1u);
     EXPECT_EQ(wanlink::auto_lanes(20000), 4u);
+    // WANMPI_WAN_STRIPE: auto, on, off (and 1/0); anything else fails MPI_Init.
+    wanlink::Stripe st = wanlink::Stripe::off;
+    EXPECT_TRUE(wanlink::parse_stripe("", &st).ok());
+    EXPECT_EQ(st, wanlink::Stripe::autos);
+    EXPECT_TRUE(wanlink::parse_stripe("on", &st).ok());
+    EXPECT_EQ(st, wanlink::Stripe::on);
+    EXPECT_TRUE(wanlink::parse_stripe("0", &st).ok());
+    EXPECT_EQ(st, wanlink::Stripe::off);
+    EXPECT_FALSE(wanlink::parse_stripe("yes", &st).ok());
 }

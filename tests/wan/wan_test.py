@@ -15,7 +15,9 @@ wrote there, read from the sockets themselves (TCP_INFO, getsockopt): CHECKS is 
 rows=N (connection ends), pacing=BPS (every row's pacing_bps within 0.5 %), cc=NAME (every
 row's congestion control), traffic (every row moved bytes), zsent=I-J (some rank of cluster I
 sent compressed payloads to cluster J) and zoff=K (nothing compressed on the links of cluster K);
-both z checks also demand that each end decoded exactly what the other compressed.
+both z checks also demand that each end decoded exactly what the other compressed. spread
+(striping over lanes, issue 14): on every link end that sent 8 MiB or more, each lane sent at
+least a quarter of its equal share.
 
 --kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
 NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
@@ -132,6 +134,15 @@ def check_stats(path, checks):
         key, _, val = c.partition("=")
         if key == "rows" and len(rows) != int(val):
             return f"{len(rows)} statistics rows, expected {val}"
+        if key == "spread":
+            ends = {}
+            for r in rows:
+                ends.setdefault((r["rank"], r["peer_rank"]), []).append(int(r["bytes_sent"]))
+            for (a, b), sent in ends.items():
+                total = sum(sent)
+                if total >= 8 << 20 and min(sent) < total / (4 * len(sent)):
+                    return (f"rank {a} -> {b}: lanes sent {sent} bytes: not spread over its "
+                            f"{len(sent)} lanes")
         if key in ("zsent", "zoff"):
             # Compression: what one end sent compressed, the other decoded, byte for byte.
             # (One row per lane: what lane i of one end sent, lane i of the other received.)
