@@ -7,7 +7,7 @@
 #
 #   sudo bench/compare-lanes.sh [--delay 10ms] [--rate 200mbit] [--loss "0 1"] [--size 64]
 #                               [--only hol,fat] [--runs N] [--quick] [--no-openmpi]
-#                               [--modes "lanes1 default"] [--keep] [--build DIR]
+#                               [--modes "lanes1 default"] [--cc NAME] [--keep] [--build DIR]
 #
 #   --delay/--rate  the link between the clusters (default 10 ms one way, 200 Mbit/s, wanemu's
 #                   auto queue: one round trip's worth)
@@ -16,6 +16,7 @@
 #   --only LIST     sections (default hol,fat)
 #   --modes LIST    the wanmpi modes of section hol (default: all, below)
 #   --runs N        jobs per mode and loss (default 1; each job makes 3 transfers)
+#   --cc NAME       WANMPI_WAN_CC for every wanmpi job (e.g. cubic; default: the system's)
 #   --quick         16 MiB, 1 transfer per job: checks the set-up, the numbers mean little
 #   --no-openmpi    skip Open MPI (needs mpicc.openmpi / mpirun.openmpi)
 #   --keep          keep the temporary directory (binaries, raw outputs)
@@ -59,6 +60,7 @@ SIZE=
 ONLY=hol,fat
 MODES_ARG=
 RUNS=1
+CC_ARG=
 QUICK=0
 OMPI=1
 KEEP=0
@@ -71,6 +73,7 @@ while [ $# -gt 0 ]; do
         --only) ONLY=$2; shift 2 ;;
         --modes) MODES_ARG=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
+        --cc) CC_ARG=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --no-openmpi) OMPI=0; shift ;;
         --keep) KEEP=1; shift ;;
@@ -113,6 +116,7 @@ run_wanmpi() {  # RUN OUT ENV... -- ARGS...
     shift 2
     while [ $# -gt 0 ] && [ "$1" != -- ]; do xs+=(-x "$1"); shift; done
     shift
+    [ -n "$CC_ARG" ] && xs+=(-x "WANMPI_WAN_CC=$CC_ARG")
     WANEMU_RUN=$run timeout 600 "$SITES" --bin "$BUILD/bin" --run "$run" -n 1 --timeout 500 -q \
         "${xs[@]}" -- "$TMP/hol.wanmpi" "$@" >"$out" 2>&1 || say "wanmpi job failed (see $out)"
 }
@@ -190,7 +194,7 @@ fi
 say "load after: $(uptime)"
 
 echo
-echo "== compare-lanes.sh: 2 clusters, one-way delay $DELAY ($RUNS run(s), medians)"
+echo "== compare-lanes.sh: 2 clusters, one-way delay $DELAY ($RUNS run(s), medians)${CC_ARG:+, wanmpi with WANMPI_WAN_CC=$CC_ARG}"
 echo "   load average before: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 if want hol; then
     for loss in $LOSSES; do

@@ -50,9 +50,9 @@ static base::Tunable<std::string> t_stripe(
     "Spread the data of a long message (after the receiver granted it) over the lanes of its "
     "link (WANMPI_WAN_LANES > 1), each packet to whichever lane's connection takes data first, "
     "so that one transfer uses every lane and a lane slowed by loss carries less. on, off, or "
-    "auto: when the connection's congestion control is loss-based (cubic, reno) or it has "
-    "retransmitted (with BBR on a clean path one connection already fills it). Only messages "
-    "of at least lanes x WANMPI_WAN_FRAGMENT bytes.",
+    "auto: when the connection's congestion control is loss-based (cubic, reno; not BBR, where "
+    "one connection already fills a lossy path and striping only puts the transfer on the "
+    "other streams' lanes). Only messages of at least lanes x WANMPI_WAN_FRAGMENT bytes.",
     base::Level::tuner);
 
 Status parse_stripe(const std::string& text, Stripe* out) {

@@ -24,7 +24,7 @@ int64_t lane_open_ms();
 
 // WANMPI_WAN_STRIPE (docs/design/lanes.md "Striping large messages"): whether the granted DATA
 // of a long message is spread over a link's lanes. auto: when the connection's congestion
-// control is loss-based (cubic, reno) or it has retransmitted. A malformed value is an error.
+// control is loss-based (cubic, reno; not BBR). A malformed value is an error.
 enum class Stripe : uint8_t { off, on, autos };
 base::Status parse_stripe(const std::string& text, Stripe* out);
 base::Status stripe_setting(Stripe* out);
