@@ -2,7 +2,7 @@
 # relay-restart.sh: how fast a job comes back after its impi-relay is killed and started again
 # with its state file (issue 13 point 4, docs/design/relay-restart.md), and that nothing is lost.
 #
-#   sudo bench/relay-restart.sh [--build DIR] [--runs N] [--delay D] [--keep]
+#   sudo bench/relay-restart.sh [--build DIR] [--runs N] [--delay D] [--trunk K] [--keep]
 #
 # One `wanemu up`: 2 clusters of 2 hosts, c1 private (its front-end c1h0 runs the relay), one-way
 # delay DELAY (default 10ms). Each job runs tests/wan/resilience.c (every message checked: one
@@ -10,6 +10,10 @@
 # SIGKILLed 3 s into the job and started again with the same command 1 s later (wanmpi-sites
 # --relay-restart 3:1). From the restarted relay's log, in ms after it listened again: impi-server
 # took it back, the cluster's agent came back, the first packet passed through it again.
+# --trunk K: c1 has 2 front-ends and 2 trunk relays (the primary on c1h0 starts the other on c1h1)
+# and 3 hosts; c1 is client 0 with 2 ranks, c0 has 2, so pairs go through both relays. Relay K
+# (0: the primary, 1: the member) is killed and started again; for a member the time it came back
+# to the primary (TBCK) is printed instead of the server's and the agent's.
 # Prints the medians over RUNS jobs (default 5), how many jobs passed the message check, and the
 # load average (the machine is shared: numbers taken while others build are noisy).
 set -uo pipefail
@@ -21,9 +25,15 @@ DELAY=10ms
 QUICK=0
 OMPI=0
 KEEP=0
+TRUNK=
 BENCH_NAME=relay-restart.sh
 . "$ROOT/bench/wan_lib.sh"
-wan_options "build runs delay keep" 15 "$@"
+args=()
+while [ $# -gt 0 ]; do
+    if [ "$1" = --trunk ]; then TRUNK=$2; shift 2; else args+=("$1"); shift; fi
+done
+case $TRUNK in ""|0|1) ;; *) echo "$BENCH_NAME: --trunk takes 0 or 1" >&2; exit 2 ;; esac
+wan_options "build runs delay keep" 19 "${args[@]}"
 
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites
@@ -38,15 +48,21 @@ head -c 32 /dev/urandom | base64 >"$SECRET"
 chmod 600 "$SECRET"
 
 say "load before: $(uptime)"
-"$W" up --name "$RUN" --clusters 2 --hosts 2 --private c1 --delay "$DELAY" --interval off \
-    --watch-pid $$ --quiet || die "wanemu up failed"
+if [ -n "$TRUNK" ]; then
+    "$W" up --name "$RUN" --clusters 2 --hosts 3 --private c1 --frontends 2 --delay "$DELAY" \
+        --interval off --watch-pid $$ --quiet || die "wanemu up failed"
+    JOB=(--clusters c1,c0 -n 2,2 --trunks 2 --relay-restart "3:1:$TRUNK")
+else
+    "$W" up --name "$RUN" --clusters 2 --hosts 2 --private c1 --delay "$DELAY" --interval off \
+        --watch-pid $$ --quiet || die "wanemu up failed"
+    JOB=(--clusters c0,c1 -n 1,2 --relay-restart 3:1)
+fi
 
 ok=0
 for r in $(seq 1 "$RUNS"); do
     out=$TMP/job.$r
-    timeout 300 "$SITES" --bin "$BUILD/bin" --run "$RUN" --clusters c0,c1 -n 1,2 --timeout 240 \
-        --secret-file "$SECRET" --relay-restart 3:1 -x WANMPI_WAN_SECURITY=tls -- \
-        "$PROG" 12 2500 >"$out" 2>&1
+    timeout 300 "$SITES" --bin "$BUILD/bin" --run "$RUN" "${JOB[@]}" --timeout 240 \
+        --secret-file "$SECRET" -x WANMPI_WAN_SECURITY=tls -- "$PROG" 12 2500 >"$out" 2>&1
     rc=$?
     if [ $rc = 0 ] && grep -q " No Errors" "$out" && grep -q "restarted from" "$out"; then
         ok=$((ok + 1))
@@ -60,7 +76,12 @@ say "load after: $(uptime)"
 # ms VALUES of the lines matching REGEX: the number before " ms"
 ms() { sed -n "s/.*$1[^0-9]*\([0-9][0-9]*\) ms.*/\1/p" "$TMP"/job.* ; }
 printf '\n%-52s %s\n' "after the restarted relay listened (median of $RUNS)" "ms"
-printf '%-52s %s\n' "impi-server took it back (BACK)" "$(ms 'back with impi-server [^ ]* after' | median)"
-printf '%-52s %s\n' "the cluster's agent came back" "$(ms "agent ([^)]*) came back" | median)"
+if [ "$TRUNK" = 1 ]; then
+    printf '%-52s %s\n' "it came back to the primary relay (TBCK)" "$(ms 'back with the primary relay [^ ]* after' | median)"
+else
+    printf '%-52s %s\n' "impi-server took it back (BACK)" "$(ms 'back with impi-server [^ ]* after' | median)"
+    printf '%-52s %s\n' "the cluster's agent came back" "$(ms "agent ([^)]*) came back" | median)"
+fi
+[ "$TRUNK" = 0 ] && printf '%-52s %s\n' "its trunk member came back to it (TBCK)" "$(ms 'trunk relay 1 of 2.* came back from [^ ]* after' | median)"
 printf '%-52s %s\n' "first packet through it again" "$(ms 'traffic flows again through the restarted relay' | median)"
 printf '%-52s %s\n' "jobs with every message exactly once, in order" "$ok of $RUNS"

@@ -146,6 +146,13 @@ Status Agent::closed(const char* what, int err) {
     fd_.reset();
     std::string m = "IMPI server " + cfg_.server + " closed the connection " + what;
     if (err) m += " (" + base::errno_text(err) + ")";
+    // During the start-up the address may be this cluster's impi-relay, which cannot be taken
+    // back before the start-up is over (its state file is written after DONE): say so, since
+    // the agent cannot tell a relay from impi-server yet (docs/design/relay-restart.md).
+    if (!started_)
+        m += ": impi-server, or the impi-relay at " + cfg_.server + " if this cluster reaches "
+             "impi-server through one, died or ended the job during the start-up (a relay can be "
+             "restarted only once the start-up is over; start the job again)";
     return Status(Errc::peer_failed, m, err);
 }
 
@@ -209,6 +216,7 @@ Status Agent::recv_all(uint8_t* p, size_t n, int64_t deadline, const char* what)
 Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* job) {
     cfg_ = cfg;
     server_name_ = "IMPI server " + cfg.server;
+    started_ = false;
     fd_.reset();
     finished_ = false;
     lost_ = Status::OK();
@@ -406,6 +414,7 @@ Status Agent::start(const AgentConfig& cfg, const ClusterTables& tables, Job* jo
                 server_name_ = "impi-relay " + cfg.server + " (this cluster's way to impi-server)";
                 break;
             }
+    started_ = true;
     WANMPI_LOG(info, "IMPI client %d: start-up done: %d clients, %zu hosts, %d procs",
                cfg.client, nclients, job->hosts.size(), job->size());
     return Status::OK();

@@ -104,6 +104,7 @@ private:
     base::Status lost_;
     std::string notice_;  // bytes of a LOST notice received so far
     std::string server_name_ = "IMPI server";
+    bool started_ = false;  // the start-up (DONE) is over
     std::array<uint8_t, 32> session_{};  // for messages; "impi-relay ADDR" behind one
     // impi-relay restarts: the relay said KEEP; while reconnecting_, since when, why, and when
     // to try next. fini_sent_: FINI went out (a relay that comes back passes it on in BACK).

@@ -179,16 +179,22 @@ void Relay::fail(const std::string& why) {
     WANMPI_LOG(error, "%s; the job cannot go on", why.c_str());
     std::fprintf(stderr, "impi-relay: %s\n", why.c_str());
     if (data_) data_->close_all();
-    if (keep_) {
-        // The other ends would wait for this relay to come back: say the job is over.
+    // Say why, rather than only closing: after KEEP the other ends would wait for this relay to
+    // come back; during the start-up (a trunk relay died, the agent broke off) the agent and,
+    // through the server, every cluster then name the cause. GONE only to a wanmpi server
+    // (wanmpi's AUTH) that knows this client (IMPI went through); LOST only to an agent that
+    // reads commands (its IMPI reply is in).
+    if (server_ && (keep_ || (hmac_ && client_ >= 0 && nclients_ > 0))) {
         std::vector<uint8_t> w(why.begin(), why.end());
-        if (server_) send_cmd(*server_, CMD_GONE, w);
+        send_cmd(*server_, CMD_GONE, w);
+    }
+    if (agent_ && (keep_ || nclients_ > 0)) {
         std::vector<uint8_t> lost(4 + why.size());
         put_be32(lost.data(), uint32_t(-1));
         std::memcpy(lost.data() + 4, why.data(), why.size());
-        if (agent_) send_cmd(*agent_, CMD_LOST, lost);
-        drop_state();
+        send_cmd(*agent_, CMD_LOST, lost);
     }
+    if (keep_) drop_state();
     for (auto& m : members_) {
         std::vector<uint8_t> st(4);
         put_be32(st.data(), 1);
@@ -387,7 +393,8 @@ void Relay::on_unknown(Link* l) {
         return;
     }
     CmdHeader h = decode_cmd(l->in.data());
-    if (h.cmd == CMD_AUTH && keep_ && (!agent_ || agent_->fd < 0)) {
+    // After KEEP, AUTH opens a way back: the agent's (BACK) or a trunk member's (TBCK).
+    if (h.cmd == CMD_AUTH && keep_) {
         if (!ok) return drop("closed in the middle of AUTH");
         return agent_back(l);
     }
@@ -712,7 +719,11 @@ void Relay::watch_children() {
     loop_.after(200, [this] {
         if (exit_ >= 0) return;
         std::string why = cfg_.poll_children();
-        if (!why.empty() && !end_by_) return fail(why);
+        // After KEEP a member that died is waited for on its control link (member_away).
+        if (!why.empty() && !end_by_ && keep_)
+            WANMPI_LOG(warn, "%s; waiting for it to be started again", why.c_str());
+        else if (!why.empty() && !end_by_)
+            return fail(why + (done_ ? "" : " during the start-up"));
         watch_children();
     });
 }
@@ -733,6 +744,12 @@ void Relay::on_member(Member* m) {
         CmdHeader h = decode_cmd(m->link.in.data());
         if (h.len < 0 || h.len > kMaxCmdPayload) return fail(m->link.who + " sent a bad command length");
         if (m->link.in.size() < kCmdHeader + size_t(h.len)) break;
+        if (h.cmd == CMD_KEEP && h.len == 0 && done_) {
+            // The member wrote its state file: if its link drops, wait for it (member_away).
+            m->link.in.erase(m->link.in.begin(), m->link.in.begin() + kCmdHeader);
+            m->keep = true;
+            continue;
+        }
         if (h.cmd != CMD_TPRT || m->have_ports || !allocating_)
             return fail(m->link.who + " sent an unexpected command");
         std::string err = decode_trunk_ports(m->link.in.data() + kCmdHeader, size_t(h.len), true, &m->ports);
@@ -743,7 +760,10 @@ void Relay::on_member(Member* m) {
     }
     if (!ok && exit_ < 0) {
         if (end_by_) return close_link(m->link);
-        fail(m->link.who + " was lost (its connection closed)");
+        if (keep_ && m->keep) return member_away(m, "closed its connection without an orderly end");
+        fail(m->link.who + " was lost (its connection closed" +
+             (done_ ? ")" : ") during the start-up: a relay can be restarted only once the "
+                            "start-up is over"));
     }
 }
 
@@ -770,6 +790,23 @@ int Relay::run_member() {
         std::fprintf(stderr, "impi-relay: -join '%s' is not ADDR:PORT of the primary relay\n",
                      cfg_.join.c_str());
         return 2;
+    }
+    if (!cfg_.state_file.empty()) {
+        // As the primary's (run_primary): the state file is authenticated with the job secret,
+        // and a member that comes back proves itself to the primary with it.
+        base::Status st = wanlink::job_secret(&secret_);
+        if (st.ok() && !secret_.set())
+            st = base::Status(base::Errc::invalid,
+                              "-state needs the job secret (WANMPI_JOB_SECRET_FILE, as the "
+                              "primary relay): a restarted relay proves itself with it");
+        std::string text;
+        bool exists = false;
+        if (st.ok()) st = read_state_file(cfg_.state_file, &text, &exists);
+        if (!st.ok()) {
+            std::fprintf(stderr, "impi-relay: %s\n", st.message().c_str());
+            return 2;
+        }
+        if (exists) return run_restarted(text);
     }
     std::string err;
     int fd = base::tcp_connect(jp->host, jp->port, 10000, &err);
@@ -828,16 +865,29 @@ void Relay::on_primary() {
             keys_ = tj.keys;
             if (s.ok()) s = start_data(int(tj.trunks), int(tj.index), int(tj.client), std::move(out), std::move(in));
             if (!s.ok()) return fail("the primary relay's job: " + s.message());
+            done_ = true;
+            client_ = int(tj.client);
+            // The primary's AUTH with impi-server was wanmpi's when there is a session nonce.
+            for (uint8_t b : keys_.session) hmac_ = hmac_ || b != 0;
+            save_state();
+        } else if (h.cmd == CMD_KEEP && h.len == 0 && data_) {
+            primary_keep_ = true;
         } else if (h.cmd == CMD_TEND && p.size() == 4) {
             if (get_be32(p.data()) != 0) return fail("the primary relay reports that the job failed");
             close_link(l);
             end_by_ = runtime::EventLoop::now_ms() + 5000;
+            drop_state();
             return;
         } else {
             return fail("the primary relay sent an unexpected command");
         }
     }
-    if (!ok && exit_ < 0 && !end_by_) fail("the primary relay (" + cfg_.join + ") was lost");
+    if (!ok && exit_ < 0 && !end_by_) {
+        if (keep_ && primary_keep_) return primary_away("closed its connection without an orderly end");
+        fail("the primary relay (" + cfg_.join + ") was lost" +
+             (done_ ? "" : " during the start-up: a relay can be restarted only once the start-up "
+                           "is over"));
+    }
 }
 
 int run_relay(const RelayConfig& cfg) {

@@ -36,6 +36,10 @@
 //                           Uint4 link flags (bit 8: keyed; low byte: the HELLO flags the relays
 //                           demand), 32-byte link key (zero unless keyed), 32-byte session nonce
 //   TEND primary -> member  Int4 status: the job is over (0) or failed
+//   KEEP either way, after TJOB, no payload: this relay has a state file (-state) and may be
+//        restarted; if the link drops, wait WANMPI_WAN_RECONNECT_S for it (impi_wire.hpp)
+//   TBCK member -> primary  on a new connection after wanmpi's AUTH: a member (or the primary)
+//        was restarted, the member takes its place again (impi_resume.hpp, relay-restart.md)
 //
 // Threading: single-threaded (one epoll loop per relay process). The pure functions below are
 // thread-safe and are what the unit tests and fuzz targets call.

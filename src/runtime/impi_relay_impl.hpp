@@ -15,6 +15,7 @@
 #include "runtime/event_loop.hpp"
 #include "runtime/impi_relay.hpp"
 #include "runtime/impi_relay_data.hpp"
+#include "runtime/impi_resume.hpp"
 #include "wanlink/handshake.hpp"
 #include "wanlink/secret.hpp"
 
@@ -51,6 +52,10 @@ private:
         std::string pub, priv;
         bool have_ports = false;
         TrunkPorts ports;
+        // Restarts: the member said KEEP (it has a state file); since when its control link is
+        // down (0: up). A member that is away is waited for up to WANMPI_WAN_RECONNECT_S.
+        bool keep = false;
+        int64_t away_since = 0;
     };
 
     // ---- common
@@ -87,6 +92,14 @@ private:
     void server_back_try();      // one attempt to come back to the server (BACK)
     void drop_state();           // the job is over: the state file goes
     void watch_flow(int64_t since);  // logs when the first packet passed after a restart
+    // Trunks (docs/design/relay-restart.md "Trunks"): a member whose control link dropped after
+    // KEEP is waited for (member_away); a member comes back to its primary with TBCK
+    // (primary_away, primary_back_try); the primary takes it back in agent_back().
+    void member_away(Member* m, const std::string& why);
+    void primary_away(const std::string& why);
+    void primary_back_try();
+    bool member_back(Link* l, const BackMsg& b, uint32_t index, std::string* why);
+    std::string trunk_name(int t) const;  // "trunk relay 1 of 2 (public ADDR)"
 
     // ---- member
     int run_member();
@@ -142,6 +155,11 @@ private:
     RelayMap map_;
     std::unique_ptr<RelayData> data_;
     std::unique_ptr<Link> primary_;  // member: the control connection
+    // member: the primary said KEEP (it has a state file, it may come back); since when its
+    // control link is down (0: up).
+    bool primary_keep_ = false;
+    int64_t primary_away_since_ = 0, primary_backoff_ = 10;
+    std::string primary_why_;
 };
 
 }  // namespace wanmpi::impi

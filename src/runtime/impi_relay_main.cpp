@@ -1,7 +1,7 @@
 // impi-relay: lets a private-address cluster join an IMPI job (docs/impi.md, "Private-address
 // clusters"; docs/design/relay.md).
 //   impi-relay [-trunks T] [-public ADDR] [-private ADDR] [-port P] [-v] SERVER_ADDR:PORT
-//   impi-relay -join RELAY_ADDR:PORT [-public ADDR] [-private ADDR] [-v]
+//   impi-relay -join RELAY_ADDR:PORT [-public ADDR] [-private ADDR] [-state FILE] [-v]
 // Prints ADDR:PORT (its private address) on its first line; exits 0 when the job ended normally.
 #include <algorithm>
 #include <cerrno>
@@ -32,7 +32,10 @@ struct Member {
 };
 static std::vector<Member> g_members;
 
-static void start_members(const std::string& launcher, bool verbose, const std::string& addr) {
+// state: the primary's -state FILE; each member started here keeps its own, FILE.HOST (on its
+// own front-end, or beside the primary's on a shared file system).
+static void start_members(const std::string& launcher, bool verbose, const std::string& addr,
+                          const std::string& state) {
     std::vector<std::string> base;
     if (!runtime::split_command(launcher, &base).ok() || base.empty()) base = {"ssh"};
     std::string self = runtime::self_exe_dir() + "/impi-relay";
@@ -42,6 +45,10 @@ static void start_members(const std::string& launcher, bool verbose, const std::
         argv.push_back(runtime::shell_quote(self));
         argv.push_back("-join");
         argv.push_back(addr);
+        if (!state.empty()) {
+            argv.push_back("-state");
+            argv.push_back(runtime::shell_quote(state + "." + m.host));
+        }
         if (verbose) argv.push_back("-v");
         std::vector<char*> av;
         for (auto& a : argv) av.push_back(a.data());
@@ -104,7 +111,7 @@ static int usage(const char* msg) {
     std::fprintf(msg ? stderr : stdout,
         "usage: impi-relay [-trunks T] [-public ADDR] [-private ADDR] [-port P] [-state FILE] [-v]\n"
         "                  SERVER_ADDR:PORT\n"
-        "       impi-relay -join RELAY_ADDR:PORT [-public ADDR] [-private ADDR] [-v]\n"
+        "       impi-relay -join RELAY_ADDR:PORT [-public ADDR] [-private ADDR] [-state FILE] [-v]\n"
         "  Runs on a front-end of a private-address cluster that has a private and a public\n"
         "  address. Prints ADDR:PORT (its private side) on its first line: give it to the\n"
         "  cluster's `mpirun -client ID ADDR:PORT` in place of impi-server's address.\n"
@@ -120,8 +127,10 @@ static int usage(const char* msg) {
         "                start-up is over, removed at the end of the job). Started again with\n"
         "                the same FILE (and SERVER_ADDR:PORT, job secret) while the job runs,\n"
         "                the relay takes over on the same addresses and ports and the job goes\n"
-        "                on (docs/impi.md). Needs a job secret (WANMPI_JOB_SECRET_FILE); one\n"
-        "                relay per cluster (no -trunks)\n"
+        "                on (docs/impi.md). Needs a job secret (WANMPI_JOB_SECRET_FILE). With\n"
+        "                trunks every relay has its own: a member started with -join -state\n"
+        "                FILE is restarted with the same command; -join-hosts gives the members\n"
+        "                FILE.HOST\n"
         "  -join-hosts H1,H2,...  start the other trunk relays (impi-relay -join) on these\n"
         "                front-ends through the remote-exec agent; -trunks defaults to 1 + their\n"
         "                number. The job fails if one of them fails.\n"
@@ -200,17 +209,14 @@ int main(int argc, char** argv) {
         return usage("give either SERVER_ADDR:PORT (the primary relay) or -join RELAY_ADDR:PORT");
     if (!cfg.join.empty() && (cfg.trunks != 1 || !g_members.empty()))
         return usage("-trunks and -join-hosts are given to the primary relay only");
-    if (!cfg.state_file.empty() && (cfg.trunks != 1 || !g_members.empty() || !cfg.join.empty()))
-        return usage("-state: a cluster with trunk relays cannot take a restarted relay yet "
-                     "(use one relay, no -trunks/-join/-join-hosts)");
     if (!g_members.empty()) {
         int t = 1 + int(g_members.size());
         if (trunks_given && cfg.trunks != t)
             return usage("-trunks must be 1 + the number of -join-hosts");
         if (t > 64) return usage("at most 63 -join-hosts");
         cfg.trunks = t;
-        cfg.on_listening = [launcher, verbose](const std::string& addr) {
-            start_members(launcher, verbose, addr);
+        cfg.on_listening = [launcher, verbose, state = cfg.state_file](const std::string& addr) {
+            start_members(launcher, verbose, addr, state);
         };
         cfg.poll_children = poll_members;
         cfg.end_children = end_members;

@@ -37,12 +37,16 @@ void Relay::save_state() {
                              "impi-server need the job secret)\n", cfg_.state_file.c_str());
         return;
     }
+    const bool member = !cfg_.join.empty();
+    if (member && !secret_.set()) return;  // run_member() refused -state without one
     RelayState st;
-    st.server = cfg_.server;
+    st.server = member ? cfg_.join : cfg_.server;
     st.client = client_;
     st.pub = pub_;
     st.priv = priv_;
-    st.port = base::local_port(lfd_);
+    st.port = member ? 0 : base::local_port(lfd_);
+    st.trunks = map_.trunks;
+    st.index = map_.index;
     st.ports = my_ports_;
     st.flags = keys_.flags;
     st.session = keys_.session;
@@ -55,15 +59,21 @@ void Relay::save_state() {
         return;
     }
     keep_ = true;
-    send_cmd(*server_, CMD_KEEP, {});
-    send_cmd(*agent_, CMD_KEEP, {});
+    if (member) {
+        send_cmd(*primary_, CMD_KEEP, {});
+    } else {
+        send_cmd(*server_, CMD_KEEP, {});
+        send_cmd(*agent_, CMD_KEEP, {});
+        for (auto& m : members_) send_cmd(m->link, CMD_KEEP, {});
+    }
     WANMPI_LOG(info, "state written to %s: a relay started again with it takes over",
                cfg_.state_file.c_str());
 }
 
 // Started with -state FILE that exists: the relay that wrote it died (or was stopped) in the
 // middle of the job. Take its addresses and ports, serve the hosts' reconnects, and come back
-// to the server (BACK); the agent comes back to us.
+// to the server (BACK), or, a trunk member, to the primary relay (TBCK); the agent, and a
+// primary's members, come back to us.
 int Relay::run_restarted(const std::string& text) {
     RelayState st;
     auto refuse = [&](const std::string& why) {
@@ -72,57 +82,101 @@ int Relay::run_restarted(const std::string& text) {
     };
     std::string err = decode_relay_state(text, secret_, &st);
     if (!err.empty()) return refuse(err);
-    if (st.server != cfg_.server)
+    const bool member = !cfg_.join.empty();
+    if (member != (st.index > 0))
+        return refuse(member ? "it is a primary relay's: start it with SERVER_ADDR:PORT, not -join"
+                             : "it is trunk relay " + std::to_string(st.index) + "'s: start it "
+                               "with -join " + st.server);
+    if (!member && st.server != cfg_.server)
         return refuse("it is for impi-server " + st.server + ", not " + cfg_.server);
+    if (member && st.server != cfg_.join)
+        return refuse("it is for the primary relay at " + st.server + ", not " + cfg_.join);
+    if (!member && st.trunks != cfg_.trunks)
+        return refuse("it is for " + std::to_string(st.trunks) + " trunk relay(s), not " +
+                      std::to_string(cfg_.trunks) + " (-trunks, -join-hosts)");
     if ((!cfg_.public_addr.empty() && cfg_.public_addr != st.pub) ||
         (!cfg_.private_addr.empty() && cfg_.private_addr != st.priv) ||
-        (cfg_.port && uint32_t(cfg_.port) != st.port))
-        return refuse("it is for public " + st.pub + ", private " + st.priv + ":" +
-                      std::to_string(st.port) + ": a restarted relay takes the same addresses");
+        (!member && cfg_.port && uint32_t(cfg_.port) != st.port))
+        return refuse("it is for public " + st.pub + ", private " + st.priv +
+                      (member ? "" : ":" + std::to_string(st.port)) +
+                      ": a restarted relay takes the same addresses");
     Job out, in;
     base::Status s = decode_job(st.out, &out);
     if (s.ok()) s = decode_job(st.in, &in);
     if (!s.ok()) return refuse(s.message());
-    if (st.ports.size() != out.hosts.size() || st.client >= out.nclients())
-        return refuse("its ports do not match its job");
+    // The ports are those of the hosts this relay represents (start_data()): own, then outside.
+    RelayMap m;
+    if (!(s = make_relay_map(st.client, st.trunks, st.index, out, in, &m)).ok()) return refuse(s.message());
+    size_t own = 0, mine = 0;
+    for (int h = 0; h < int(out.hosts.size()); ++h)
+        if (m.trunk_of(h) == st.index) {
+            ++mine;
+            own += m.own(h);
+        }
+    if (st.ports.size() != mine) return refuse("its ports do not match its job");
     pub_ = st.pub;
     priv_ = st.priv;
     client_ = st.client;
     nclients_ = out.nclients();
     keys_.flags = st.flags;
     keys_.session = st.session;
-    lfd_ = base::tcp_listen(priv_, uint16_t(st.port), 64, &err);
-    size_t own = 0;
-    for (const auto& h : out.hosts) own += h.client == client_;
-    for (size_t i = 0; lfd_ >= 0 && i < st.ports.size(); ++i) {
+    if (member) {  // the primary derives its key in start_data(); a member had it from TJOB
+        keys_.keyed = true;
+        keys_.key = wanlink::link_key(secret_, keys_.session.data());
+    }
+    if (!member) lfd_ = base::tcp_listen(priv_, uint16_t(st.port), 64, &err);
+    bool ok = member || lfd_ >= 0;
+    for (size_t i = 0; ok && i < st.ports.size(); ++i) {
         int fd = base::tcp_listen(i < own ? pub_ : priv_, uint16_t(st.ports[i]), 128, &err);
         if (fd < 0) {
-            ::close(lfd_);
+            if (lfd_ >= 0) ::close(lfd_);
             lfd_ = -1;
+            ok = false;
             break;
         }
         listeners_.emplace_back(base::Fd(fd), -1);
     }
-    if (lfd_ < 0) {
+    if (!ok) {
         std::fprintf(stderr, "impi-relay: cannot take the ports of state file %s again: %s (is "
                              "the relay that wrote it still running?)\n",
                      cfg_.state_file.c_str(), err.c_str());
         return 1;
     }
-    if (!(s = start_data(1, 0, client_, std::move(out), std::move(in))).ok()) return refuse(s.message());
+    my_ports_ = st.ports;
+    if (!(s = start_data(st.trunks, st.index, client_, std::move(out), std::move(in))).ok())
+        return refuse(s.message());
+    // A member has no control port of its own: its first line only says where it is.
     std::printf("%s:%u\n", priv_.c_str(), unsigned(st.port));
     std::fflush(stdout);
     done_ = keep_ = hmac_ = server_auth_done_ = true;
     astate_ = A_CMDS;
-    WANMPI_LOG(warn, "restarted from %s: client %d, public %s, private %s:%u; waiting for "
-                     "impi-server, the agent and the hosts to come back",
-               cfg_.state_file.c_str(), client_, pub_.c_str(), priv_.c_str(), unsigned(st.port));
+    restarted_at_ = runtime::EventLoop::now_ms();
+    WANMPI_LOG(warn, "restarted from %s: client %d, trunk %d of %d, public %s, private %s; "
+                     "waiting for %s and the hosts to come back",
+               cfg_.state_file.c_str(), client_, st.index, st.trunks, pub_.c_str(), priv_.c_str(),
+               member ? "the primary relay" : "impi-server, the agent, the trunk relays");
+    watch_flow(restarted_at_);
+    if (member) {
+        primary_away_since_ = restarted_at_;
+        primary_why_ = "lost this trunk relay (restarted)";
+        primary_back_try();
+        serve();
+        return exit_;
+    }
     base::set_nonblock(lfd_, true);
     loop_.add(lfd_, EPOLLIN, [this](uint32_t) { on_listener(); });
-    server_away_since_ = restarted_at_ = runtime::EventLoop::now_ms();
+    server_away_since_ = restarted_at_;
     server_why_ = "lost this relay (restarted)";
-    watch_flow(restarted_at_);
     server_back_try();
+    // The members lost their control link with the relay that died: they come back (TBCK).
+    for (int t = 1; t < st.trunks; ++t) {
+        auto mb = std::make_unique<Member>();
+        mb->link.who = trunk_name(t);
+        mb->keep = true;
+        Member* mp = mb.get();
+        members_.push_back(std::move(mb));
+        member_away(mp, "was connected to the relay that was restarted");
+    }
     loop_.after(cfg_.reconnect_ms, [this] {
         if (!agent_ || agent_->fd < 0)
             fail("the cluster's agent did not come back to the restarted relay within " +
@@ -132,6 +186,115 @@ int Relay::run_restarted(const std::string& text) {
     loop_.remove(lfd_);
     ::close(lfd_);
     return exit_;
+}
+
+// "trunk relay I of T (public ADDR)": the public address is where the job's hosts see the
+// cluster's hosts that relay I represents.
+std::string Relay::trunk_name(int t) const {
+    std::string pub;
+    for (int h = 0; h < int(map_.out.hosts.size()) && pub.empty(); ++h)
+        if (map_.own(h) && map_.trunk_of(h) == t)
+            if (auto a = ipv4_from_host_id(map_.out.hosts[size_t(h)].id)) pub = *a;
+    return "trunk relay " + std::to_string(t) + " of " + std::to_string(map_.trunks) +
+           (pub.empty() ? "" : " (public " + pub + ")");
+}
+
+// A member's control link dropped after both said KEEP: the member died (or is being
+// restarted). Its pairs are broken and their hosts redial its ports; wait for it (TBCK,
+// member_back()) up to WANMPI_WAN_RECONNECT_S, then end the job naming it.
+void Relay::member_away(Member* m, const std::string& why) {
+    close_link(m->link);
+    const int64_t since = m->away_since = runtime::EventLoop::now_ms();
+    WANMPI_LOG(warn, "%s %s; waiting up to %lld s for it to come back (WANMPI_WAN_RECONNECT_S)",
+               m->link.who.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
+    loop_.after(cfg_.reconnect_ms, [this, m, since, why] {
+        if (exit_ >= 0 || end_by_ || m->away_since != since) return;
+        fail(m->link.who + " " + why + " and did not come back within " +
+             std::to_string(cfg_.reconnect_ms / 1000) + " s (WANMPI_WAN_RECONNECT_S)");
+    });
+}
+
+// TBCK, authenticated (agent_back()): trunk member `index` takes its place again. The old link,
+// if this relay has not yet seen it drop, is replaced (as impi-server does for BACK).
+bool Relay::member_back(Link* l, const BackMsg&, uint32_t index, std::string* why) {
+    if (index >= uint32_t(cfg_.trunks) || index > members_.size()) {
+        *why = "this relay has no trunk relay " + std::to_string(index);
+        return false;
+    }
+    Member* m = members_[index - 1].get();
+    const std::string from = l->who;
+    std::vector<uint8_t> ans(4, 0);
+    send_cmd(*l, CMD_TBCK, ans);
+    if (m->link.fd >= 0) {
+        WANMPI_LOG(warn, "%s: replaced by the one that came back from %s", m->link.who.c_str(),
+                   l->who.c_str());
+        close_link(m->link);
+    }
+    auto up = std::move(unknown_[l]);
+    unknown_.erase(l);
+    loop_.remove(up->fd);
+    std::string who = m->link.who;
+    m->link = std::move(*up);
+    m->link.who = who;
+    m->link.back = 0;
+    m->keep = true;
+    watch(m->link, [this, m] { on_member(m); });
+    WANMPI_LOG(warn, "%s came back from %s after %lld ms", who.c_str(), from.c_str(),
+               (long long)(m->away_since ? runtime::EventLoop::now_ms() - m->away_since : 0));
+    m->away_since = 0;
+    if (!m->link.in.empty()) on_member(m);
+    return true;
+}
+
+// The primary's control link dropped after both said KEEP (it died or is being restarted):
+// come back to it (TBCK) for up to WANMPI_WAN_RECONNECT_S, serving this relay's pairs meanwhile.
+void Relay::primary_away(const std::string& why) {
+    close_link(*primary_);
+    primary_away_since_ = runtime::EventLoop::now_ms();
+    primary_backoff_ = 10;
+    primary_why_ = why;
+    WANMPI_LOG(warn, "the primary relay (%s) %s; coming back to it for up to %lld s "
+                     "(WANMPI_WAN_RECONNECT_S)",
+               cfg_.join.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
+    primary_back_try();
+}
+
+// One attempt, as server_back_try(): connect, wanmpi's AUTH, TBCK (blocking, about one round
+// trip inside the cluster).
+void Relay::primary_back_try() {
+    if (exit_ >= 0 || end_by_ || (primary_ && primary_->fd >= 0)) return;
+    const int64_t now = runtime::EventLoop::now_ms();
+    if (now - primary_away_since_ >= cfg_.reconnect_ms)
+        return fail("the primary relay (" + cfg_.join + ") " + primary_why_ +
+                    " and could not be reached again within " +
+                    std::to_string(cfg_.reconnect_ms / 1000) + " s (WANMPI_WAN_RECONNECT_S)");
+    auto jp = base::parse_host_port(cfg_.join);
+    std::string err;
+    int fd = base::tcp_connect(jp->host, jp->port, 1000, &err);
+    base::Status s(base::Errc::io_error, err);
+    if (fd >= 0) {
+        BackMsg b;
+        b.client = uint32_t(client_);
+        b.session = keys_.session;
+        s = resume_client(fd, secret_, b, base::now_ns() / 1000000 + 5000,
+                          "the primary relay at " + cfg_.join, uint32_t(map_.index));
+    }
+    if (!s.ok()) {
+        if (fd >= 0) ::close(fd);
+        if (fd >= 0 && (s.code() == base::Errc::invalid || s.code() == base::Errc::link_failed))
+            return fail(s.message());
+        loop_.after(primary_backoff_, [this] { primary_back_try(); });
+        primary_backoff_ = std::min<int64_t>(primary_backoff_ * 2, 500);
+        return;
+    }
+    primary_ = std::make_unique<Link>();
+    primary_->fd = fd;
+    primary_->who = "the primary relay at " + cfg_.join;
+    primary_keep_ = true;  // it answers TBCK only after KEEP
+    watch(*primary_, [this] { on_primary(); });
+    WANMPI_LOG(warn, "back with the primary relay %s after %lld ms", cfg_.join.c_str(),
+               (long long)(runtime::EventLoop::now_ms() - primary_away_since_));
+    primary_away_since_ = 0;
 }
 
 // For the record (docs/benchmarks.md, bench/relay-restart.sh): how long after this relay
@@ -198,8 +361,9 @@ void Relay::server_back_try() {
     server_away_since_ = 0;
 }
 
-// An agent coming back to this relay (it said KEEP, or was restarted): wanmpi's AUTH answered
-// here with the job secret (the relay holds it; the session nonce is the job's), then BACK.
+// An agent, or a trunk member, coming back to this relay (it said KEEP, or was restarted):
+// wanmpi's AUTH answered here with the job secret (the relay holds it; the session nonce is the
+// job's), then BACK (the agent) or TBCK (a member, member_back()).
 void Relay::agent_back(Link* l) {
     auto drop = [&](const std::string& why) {
         WANMPI_LOG(warn, "connection from %s: %s; closed", l->who.c_str(), why.c_str());
@@ -237,22 +401,37 @@ void Relay::agent_back(Link* l) {
         l->in.erase(l->in.begin(), l->in.begin() + wanlink::kAuthResponse);
         l->back = 2;
     }
-    if (l->in.size() < kCmdHeader + kBackLen) return;
+    // BACK from the agent, or TBCK from a trunk member (impi_wire.hpp).
+    if (l->in.size() < kCmdHeader) return;
     CmdHeader h = decode_cmd(l->in.data());
+    const bool trunk = h.cmd == CMD_TBCK;
+    const size_t len = trunk ? kTrunkBackLen : kBackLen;
     BackMsg b;
-    std::string why = h.cmd != CMD_BACK || h.len != int32_t(kBackLen)
-                          ? "expected BACK"
-                          : decode_back(l->in.data() + kCmdHeader, kBackLen, &b);
+    uint32_t index = 0;
+    std::string why;
+    if ((h.cmd != CMD_BACK && !trunk) || h.len != int32_t(len))
+        why = "expected BACK or TBCK";
+    else if (l->in.size() < kCmdHeader + len)
+        return;
+    else
+        why = trunk ? decode_trunk_back(l->in.data() + kCmdHeader, len, &b, &index)
+                    : decode_back(l->in.data() + kCmdHeader, len, &b);
     if (why.empty() && int(b.client) != client_)
         why = "it is client " + std::to_string(b.client) + "; this relay serves client " +
               std::to_string(client_);
     if (why.empty() && !wanlink::equal_mac(b.session.data(), keys_.session.data()))
         why = "it belongs to another job";
+    if (why.empty() && !trunk && agent_ && agent_->fd >= 0)
+        why = "the cluster's agent is connected";
+    if (why.empty() && trunk) {
+        l->in.erase(l->in.begin(), l->in.begin() + kCmdHeader + len);
+        if (member_back(l, b, index, &why)) return;
+    }
     std::vector<uint8_t> ans(4 + why.size());
     put_be32(ans.data(), why.empty() ? 0 : 1);
     std::memcpy(ans.data() + 4, why.data(), why.size());
-    send_cmd(*l, CMD_BACK, ans);
-    if (!why.empty()) return drop("BACK refused: " + why);
+    send_cmd(*l, trunk ? CMD_TBCK : CMD_BACK, ans);
+    if (!why.empty()) return drop(std::string(trunk ? "TBCK" : "BACK") + " refused: " + why);
     l->in.erase(l->in.begin(), l->in.begin() + kCmdHeader + kBackLen);
     auto up = std::move(unknown_[l]);
     unknown_.erase(l);

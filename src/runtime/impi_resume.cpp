@@ -43,6 +43,24 @@ std::string decode_back(const uint8_t* p, size_t n, BackMsg* b) {
     return "";
 }
 
+std::vector<uint8_t> encode_trunk_back(const BackMsg& b, uint32_t index) {
+    std::vector<uint8_t> p = encode_back(b);
+    p.resize(kTrunkBackLen);
+    put_be32(p.data() + kBackLen, index);
+    return p;
+}
+
+std::string decode_trunk_back(const uint8_t* p, size_t n, BackMsg* b, uint32_t* index) {
+    if (n != kTrunkBackLen) return "TBCK of " + std::to_string(n) + " bytes (expected 44)";
+    std::string err = decode_back(p, kBackLen, b);
+    if (!err.empty()) return "TBCK: " + err;
+    uint32_t i = get_be32(p + kBackLen);
+    if (b->fini) return "TBCK with FINI (a trunk member never carries it)";
+    if (i < 1 || i > 63) return "TBCK from trunk " + std::to_string(i) + " (out of 1..63)";
+    *index = i;
+    return "";
+}
+
 namespace {
 
 int64_t now_ms() { return base::now_ns() / 1000000; }
@@ -104,7 +122,7 @@ wanlink::Key state_mac(const wanlink::Secret& secret, const uint8_t session[32],
 }  // namespace
 
 Status resume_client(int fd, const wanlink::Secret& secret, const BackMsg& back,
-                     int64_t deadline, const std::string& peer) {
+                     int64_t deadline, const std::string& peer, uint32_t trunk_index) {
     auto fail = [&](Errc e, const std::string& m) { return Status(e, peer + " " + m); };
     uint8_t m[12];
     encode_cmd(CmdHeader{CMD_AUTH, 4}, m);
@@ -134,16 +152,17 @@ Status resume_client(int fd, const wanlink::Secret& secret, const BackMsg& back,
     wanlink::Key ms = wanlink::auth_server_mac(secret, ns, resp, sess);
     if (!wanlink::equal_mac(ms.data(), verdict + 4))
         return fail(Errc::link_failed, "could not prove that it holds the job secret");
-    std::vector<uint8_t> b = encode_back(back);
+    const uint32_t cmd = trunk_index ? uint32_t(CMD_TBCK) : uint32_t(CMD_BACK);
+    std::vector<uint8_t> b = trunk_index ? encode_trunk_back(back, trunk_index) : encode_back(back);
     std::vector<uint8_t> msg(kCmdHeader + b.size());
-    encode_cmd(CmdHeader{CMD_BACK, int32_t(b.size())}, msg.data());
+    encode_cmd(CmdHeader{cmd, int32_t(b.size())}, msg.data());
     std::memcpy(msg.data() + kCmdHeader, b.data(), b.size());
     uint8_t h[kCmdHeader + 4];
     s = io_all(fd, true, msg.data(), msg.size(), deadline, "in BACK");
     if (s.ok()) s = io_all(fd, false, h, sizeof h, deadline, "after BACK");
     if (!s.ok()) return fail(s.code(), s.message());
     CmdHeader ah = decode_cmd(h);
-    if (ah.cmd != CMD_BACK || ah.len < 4 || ah.len > 4096)
+    if (ah.cmd != cmd || ah.len < 4 || ah.len > 4096)
         return fail(Errc::proto_error, "answered BACK with something else");
     std::string why(size_t(ah.len - 4), '\0');
     if (!why.empty() &&
@@ -162,6 +181,7 @@ std::string encode_relay_state(const RelayState& s, const wanlink::Secret& secre
       << "public " << s.pub << "\n"
       << "private " << s.priv << "\n"
       << "port " << s.port << "\n"
+      << "trunk " << s.trunks << ' ' << s.index << "\n"
       << "flags " << unsigned(s.flags) << "\n"
       << "session " << hex(s.session.data(), 32) << "\n"
       << "ports";
@@ -185,15 +205,18 @@ std::string decode_relay_state(const std::string& text, const wanlink::Secret& s
     std::istringstream in(body);
     std::string line;
     std::getline(in, line);
-    bool seen[10] = {};
-    const char* keys[10] = {"server", "client", "public", "private", "port",
-                            "flags",  "session", "ports", "out",    "in"};
+    // "trunk" (the last key) is optional: files written before trunks could be restarted have
+    // none and mean "trunk 1 0".
+    constexpr int kKeys = 11;
+    bool seen[kKeys] = {};
+    const char* keys[kKeys] = {"server", "client", "public", "private", "port", "flags",
+                               "session", "ports", "out",   "in",      "trunk"};
     while (std::getline(in, line)) {
         size_t sp = line.find(' ');
         std::string k = line.substr(0, sp), v = sp == std::string::npos ? "" : line.substr(sp + 1);
         int i = 0;
-        while (i < 10 && k != keys[i]) ++i;
-        if (i == 10) return "unknown line '" + k + "'";
+        while (i < kKeys && k != keys[i]) ++i;
+        if (i == kKeys) return "unknown line '" + k + "'";
         if (seen[i]) return "'" + k + "' twice";
         seen[i] = true;
         auto num = [&](uint64_t max, uint64_t* x) {
@@ -210,7 +233,7 @@ std::string decode_relay_state(const std::string& text, const wanlink::Secret& s
         case 1: if (!num(31, &n)) return "bad client"; s.client = int(n); break;
         case 2: s.pub = v; break;
         case 3: s.priv = v; break;
-        case 4: if (!num(65535, &n) || n == 0) return "bad port"; s.port = uint32_t(n); break;
+        case 4: if (!num(65535, &n)) return "bad port"; s.port = uint32_t(n); break;
         case 5: if (!num(255, &n)) return "bad flags"; s.flags = uint8_t(n); break;
         case 6: if (!unhex(v, s.session.data(), 32)) return "bad session"; break;
         case 7: {
@@ -225,10 +248,23 @@ std::string decode_relay_state(const std::string& text, const wanlink::Secret& s
         }
         case 8: s.out = v; break;
         case 9: s.in = v; break;
+        case 10: {
+            size_t b = v.find(' ');
+            std::string tv = v;
+            v = tv.substr(0, b);
+            if (b == std::string::npos || !num(64, &n) || n < 1) return "bad trunk count";
+            s.trunks = int(n);
+            v = tv.substr(b + 1);
+            if (!num(63, &n) || int(n) >= s.trunks) return "bad trunk index";
+            s.index = int(n);
+            break;
+        }
         }
     }
-    for (int i = 0; i < 10; ++i)
+    for (int i = 0; i < kKeys - 1; ++i)
         if (!seen[i]) return std::string("no '") + keys[i] + "' line";
+    // A member has no control port; the primary's is the agent's address.
+    if ((s.port == 0) != (s.index > 0)) return "bad port";
     if (!base::parse_host_port(s.server)) return "bad server address";
     uint8_t mac[32];
     if (!unhex(mac_hex, mac, 32)) return "bad MAC line";

@@ -36,21 +36,33 @@ struct BackMsg {
 };
 std::vector<uint8_t> encode_back(const BackMsg& b);
 std::string decode_back(const uint8_t* p, size_t n, BackMsg* b);  // "" or what is wrong
+// TBCK (impi_relay.hpp, trunk control): a trunk member coming back to its primary relay (either
+// of them restarted): BACK's payload (fini always 0) followed by Uint4 the member's trunk index
+// (1..63). Answered by TBCK with Int4 status and a reason, as BACK.
+constexpr size_t kTrunkBackLen = kBackLen + 4;
+std::vector<uint8_t> encode_trunk_back(const BackMsg& b, uint32_t index);
+std::string decode_trunk_back(const uint8_t* p, size_t n, BackMsg* b, uint32_t* index);
 
 // The returning side of the control extension, on a connected socket `fd` (blocking or not):
 // AUTH offering wanmpi's method only, the mutual challenge-response, then BACK and its answer.
 // `peer` names the other end in messages. Fails (without closing fd) if the other end refuses,
 // does not prove it holds the secret, or does not answer by deadline_ms (base::now_ns clock).
+// trunk_index > 0: a trunk member coming back to its primary relay, TBCK instead of BACK.
 base::Status resume_client(int fd, const wanlink::Secret& secret, const BackMsg& back,
-                           int64_t deadline_ms, const std::string& peer);
+                           int64_t deadline_ms, const std::string& peer,
+                           uint32_t trunk_index = 0);
 
 // The relay's state file. Text, one "key value" line each, the last line "mac HEX" =
 // HMAC(link key, "wanmpi-relay-state" || every byte before that line).
+// With trunks, every relay of the cluster has a state file of its own ("trunk T I"); a member's
+// (I > 0) names the primary relay's address where the primary's names impi-server, and has no
+// control port (0).
 struct RelayState {
-    std::string server;          // SADDR:SPORT of impi-server
+    std::string server;          // SADDR:SPORT of impi-server (member: the primary relay's)
     int client = -1;             // the cluster's client rank
     std::string pub, priv;       // the relay's public and private addresses
-    uint32_t port = 0;           // its private (control) port: the agent's address
+    uint32_t port = 0;           // its private (control) port: the agent's address (member: 0)
+    int trunks = 1, index = 0;   // T relays in the cluster, this one's index (0: the primary)
     std::vector<uint32_t> ports; // the data ports, in the order the relay opened them
     uint8_t flags = 0;           // RelayLinkKeys::flags
     std::array<uint8_t, 32> session{};

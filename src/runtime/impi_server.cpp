@@ -135,7 +135,9 @@ void Server::on_readable(Conn* c) {
         if (c->state == Conn::member && !c->fini && keep_[size_t(c->rank)])
             return away(c, why);
         if (c->state == Conn::member && !c->fini)
-            return fail(c->who() + " " + why + " before FINI", c->rank);
+            return fail(c->who() + " " + why + " before FINI" +
+                            (c->done ? "" : " (during the start-up: it died, or its impi-relay)"),
+                        c->rank);
         if (c->state != Conn::member) return drop(c, why);
         // A client that sent FINI may close: forget it.
         forget(c);

@@ -34,11 +34,18 @@ enum Cmd : uint32_t {
     //   BACK  a returning relay (or agent) -> server (or relay), instead of IMPI after AUTH:
     //         Uint4 client, Uint4 fini (1: FINI was sent), 32-byte session nonce. The answer is
     //         BACK with Int4 status (0: taken back) and a reason in ASCII.
-    //   GONE  relay -> server after KEEP: the cluster failed (its agent is lost, or the relay
-    //         gives up); a reason in ASCII. End the job at once.
+    //   GONE  relay -> server after KEEP, or during the start-up once IMPI went through: the
+    //         cluster failed (its agent is lost, a trunk relay died, or the relay gives up); a
+    //         reason in ASCII. End the job at once.
+    // With trunk relays (impi_relay.hpp), on the trunk control link inside the cluster: KEEP
+    // primary -> member and member -> primary after TJOB (each has its state file), and
+    //   TBCK  a returning member -> the primary (either was restarted), after the same AUTH as
+    //         BACK: BACK's payload, then Uint4 the member's trunk index; answered by TBCK as
+    //         BACK. Never sent to impi-server (cmd_name() does not know it: garbage there).
     CMD_KEEP = 0x4B454550,  // "KEEP"
     CMD_BACK = 0x4241434B,  // "BACK"
     CMD_GONE = 0x474F4E45,  // "GONE"
+    CMD_TBCK = 0x5442434B,  // "TBCK"
 };
 const char* cmd_name(uint32_t cmd);  // "AUTH", ... or nullptr for an unknown code
 

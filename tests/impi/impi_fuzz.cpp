@@ -508,6 +508,12 @@ void fuzz_relay_codecs(const uint8_t* p, size_t n) {
         if (decode_back(q, n, &b) == "") {
             FUZZ_CHECK(t, b.client < 32 && encode_back(b) == in);
         }
+        // TBCK (a trunk member coming back): the same, with its index.
+        uint32_t index = 0;
+        if (decode_trunk_back(q, n, &b, &index) == "") {
+            FUZZ_CHECK(t, b.client < 32 && !b.fini && index >= 1 && index <= 63 &&
+                              encode_trunk_back(b, index) == in);
+        }
     } else if (which == 5) {
         // The relay's state file: only a text with a MAC made with the secret decodes, and
         // what it decodes to survives another round trip unchanged.

@@ -566,6 +566,31 @@ TEST(RelayRestart, BackRoundTripAndRefusals) {
     EXPECT_NE(decode_back(x.data(), x.size(), &got), "");
 }
 
+TEST(RelayRestart, TrunkBackRoundTripAndRefusals) {
+    BackMsg b;
+    b.client = 3;
+    for (size_t i = 0; i < 32; ++i) b.session[i] = uint8_t(i + 1);
+    Bytes e = encode_trunk_back(b, 2);
+    ASSERT_EQ(e.size(), kTrunkBackLen);
+    BackMsg got;
+    uint32_t index = 0;
+    ASSERT_EQ(decode_trunk_back(e.data(), e.size(), &got, &index), "");
+    EXPECT_EQ(got.client, 3u);
+    EXPECT_FALSE(got.fini);
+    EXPECT_EQ(got.session, b.session);
+    EXPECT_EQ(index, 2u);
+    for (size_t n = 0; n < e.size(); ++n)
+        EXPECT_NE(decode_trunk_back(e.data(), n, &got, &index), "") << n;
+    for (uint32_t bad : {0u, 64u, 0xffffffffu}) {  // the primary (0) never comes back with TBCK
+        Bytes x = e;
+        base::put_be32(x.data() + kBackLen, bad);
+        EXPECT_NE(decode_trunk_back(x.data(), x.size(), &got, &index), "") << bad;
+    }
+    Bytes x = e;
+    base::put_be32(x.data() + 4, 1);  // FINI: only the agent's BACK carries it
+    EXPECT_NE(decode_trunk_back(x.data(), x.size(), &got, &index), "");
+}
+
 namespace {
 wanlink::Secret secret_of(const std::string& text) {
     wanlink::Secret s;
@@ -602,6 +627,35 @@ TEST(RelayRestart, StateRoundTrip) {
         lk_hex += h;
     }
     EXPECT_EQ(text.find(lk_hex), std::string::npos);
+}
+
+// With trunks every relay has a state file; a member's names the primary and has no control
+// port. A file without the "trunk" line (written before trunks could restart) is "trunk 1 0".
+TEST(RelayRestart, StateOfATrunkMember) {
+    wanlink::Secret k = secret_of("0123456789abcdef0123456789abcdef");
+    RelayState st = sample_state();
+    st.trunks = 3;
+    st.index = 2;
+    st.port = 0;
+    st.server = "10.1.0.9:4000";
+    std::string text = encode_relay_state(st, k);
+    RelayState got;
+    ASSERT_EQ(decode_relay_state(text, k, &got), "");
+    EXPECT_EQ(got.trunks, 3);
+    EXPECT_EQ(got.index, 2);
+    EXPECT_EQ(got.port, 0u);
+    EXPECT_EQ(got.server, st.server);
+    // A member with a control port, or a primary without one, is refused.
+    RelayState bad = st;
+    bad.port = 4000;
+    EXPECT_NE(decode_relay_state(encode_relay_state(bad, k), k, &got), "");
+    bad = sample_state();
+    bad.port = 0;
+    EXPECT_NE(decode_relay_state(encode_relay_state(bad, k), k, &got), "");
+    // An index that is not below the count.
+    bad = st;
+    bad.index = 3;
+    EXPECT_NE(decode_relay_state(encode_relay_state(bad, k), k, &got), "");
 }
 
 TEST(RelayRestart, StateRefusesAnotherSecretEditsAndTruncation) {
