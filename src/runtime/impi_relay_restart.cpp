@@ -39,6 +39,15 @@ void Relay::save_state() {
     }
     const bool member = !cfg_.join.empty();
     if (member && !secret_.set()) return;  // run_member() refused -state without one
+    if (member && (!keys_.keyed ||
+                   !wanlink::equal_mac(wanlink::link_key(secret_, keys_.session.data()).data(),
+                                       keys_.key.data()))) {
+        // A restarted member derives the link key from its own secret: it must be the job's.
+        std::fprintf(stderr, "impi-relay: -state %s: not written, this relay cannot be restarted: "
+                             "its job secret (%s) is not the primary relay's\n",
+                     cfg_.state_file.c_str(), secret_.source.c_str());
+        return;
+    }
     RelayState st;
     st.server = member ? cfg_.join : cfg_.server;
     st.client = client_;
