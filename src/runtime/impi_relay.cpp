@@ -536,7 +536,7 @@ bool Relay::agent_command(uint32_t cmd, const std::vector<uint8_t>& payload) {
         return true;
     case CMD_FINI:
         fini_ = true;
-        if (server_) send_cmd(*server_, cmd, {});  // else BACK carries it (server_back_try)
+        if (server_) send_cmd(*server_, cmd, {});  // else BACK carries it (back_try)
         return true;
     default:
         return fail("the cluster's agent sent an unknown command " + std::to_string(cmd)), false;
@@ -585,7 +585,7 @@ void Relay::on_server() {
     }
     if (!ok && exit_ < 0) {
         if (fini_) return finish_ok();
-        if (keep_ && !lost_seen_) return server_away("closed the connection without an orderly end");
+        if (keep_ && !lost_seen_) return away(false, "closed the connection without an orderly end");
         fail("impi-server (" + cfg_.server + ") closed the connection before the cluster finished");
     }
 }
@@ -883,7 +883,7 @@ void Relay::on_primary() {
         }
     }
     if (!ok && exit_ < 0 && !end_by_) {
-        if (keep_ && primary_keep_) return primary_away("closed its connection without an orderly end");
+        if (keep_ && primary_keep_) return away(true, "closed its connection without an orderly end");
         fail("the primary relay (" + cfg_.join + ") was lost" +
              (done_ ? "" : " during the start-up: a relay can be restarted only once the start-up "
                            "is over"));

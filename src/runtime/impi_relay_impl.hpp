@@ -88,16 +88,31 @@ private:
     void save_state();           // after DONE: the state file, then KEEP to server and agent
     int run_restarted(const std::string& text);
     void agent_back(Link* l);    // an agent's AUTH + BACK to a relay that said KEEP
-    void server_away(const std::string& why);  // the server connection dropped after KEEP
-    void server_back_try();      // one attempt to come back to the server (BACK)
+    // What this relay comes back to when its connection drops after KEEP: impi-server (the
+    // primary, BACK) or the primary relay (a member, TBCK; trunk = true). away(): it dropped;
+    // back_try(): one attempt, re-armed with a backoff until WANMPI_WAN_RECONNECT_S.
+    struct Way {
+        std::unique_ptr<Link>& link;
+        const std::string& addr;
+        const char* name;  // "impi-server", "the primary relay"
+        int64_t& since;
+        int64_t& backoff;
+        std::string& why;
+    };
+    Way way(bool trunk) {
+        return trunk ? Way{primary_, cfg_.join, "the primary relay", primary_away_since_,
+                           primary_backoff_, primary_why_}
+                     : Way{server_, cfg_.server, "impi-server", server_away_since_,
+                           server_backoff_, server_why_};
+    }
+    void away(bool trunk, const std::string& why);
+    void back_try(bool trunk);
     void drop_state();           // the job is over: the state file goes
     void watch_flow(int64_t since);  // logs when the first packet passed after a restart
     // Trunks (docs/design/relay-restart.md "Trunks"): a member whose control link dropped after
     // KEEP is waited for (member_away); a member comes back to its primary with TBCK
-    // (primary_away, primary_back_try); the primary takes it back in agent_back().
+    // (away(true)); the primary takes it back in agent_back() and member_back().
     void member_away(Member* m, const std::string& why);
-    void primary_away(const std::string& why);
-    void primary_back_try();
     bool member_back(Link* l, const BackMsg& b, uint32_t index, std::string* why);
     std::string trunk_name(int t) const;  // "trunk relay 1 of 2 (public ADDR)"
 

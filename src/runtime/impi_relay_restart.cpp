@@ -168,7 +168,7 @@ int Relay::run_restarted(const std::string& text) {
     if (member) {
         primary_away_since_ = restarted_at_;
         primary_why_ = "lost this trunk relay (restarted)";
-        primary_back_try();
+        back_try(true);
         serve();
         return exit_;
     }
@@ -176,7 +176,7 @@ int Relay::run_restarted(const std::string& text) {
     loop_.add(lfd_, EPOLLIN, [this](uint32_t) { on_listener(); });
     server_away_since_ = restarted_at_;
     server_why_ = "lost this relay (restarted)";
-    server_back_try();
+    back_try(false);
     // The members lost their control link with the relay that died: they come back (TBCK).
     for (int t = 1; t < st.trunks; ++t) {
         auto mb = std::make_unique<Member>();
@@ -255,57 +255,6 @@ bool Relay::member_back(Link* l, const BackMsg&, uint32_t index, std::string* wh
     return true;
 }
 
-// The primary's control link dropped after both said KEEP (it died or is being restarted):
-// come back to it (TBCK) for up to WANMPI_WAN_RECONNECT_S, serving this relay's pairs meanwhile.
-void Relay::primary_away(const std::string& why) {
-    close_link(*primary_);
-    primary_away_since_ = runtime::EventLoop::now_ms();
-    primary_backoff_ = 10;
-    primary_why_ = why;
-    WANMPI_LOG(warn, "the primary relay (%s) %s; coming back to it for up to %lld s "
-                     "(WANMPI_WAN_RECONNECT_S)",
-               cfg_.join.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
-    primary_back_try();
-}
-
-// One attempt, as server_back_try(): connect, wanmpi's AUTH, TBCK (blocking, about one round
-// trip inside the cluster).
-void Relay::primary_back_try() {
-    if (exit_ >= 0 || end_by_ || (primary_ && primary_->fd >= 0)) return;
-    const int64_t now = runtime::EventLoop::now_ms();
-    if (now - primary_away_since_ >= cfg_.reconnect_ms)
-        return fail("the primary relay (" + cfg_.join + ") " + primary_why_ +
-                    " and could not be reached again within " +
-                    std::to_string(cfg_.reconnect_ms / 1000) + " s (WANMPI_WAN_RECONNECT_S)");
-    auto jp = base::parse_host_port(cfg_.join);
-    std::string err;
-    int fd = base::tcp_connect(jp->host, jp->port, 1000, &err);
-    base::Status s(base::Errc::io_error, err);
-    if (fd >= 0) {
-        BackMsg b;
-        b.client = uint32_t(client_);
-        b.session = keys_.session;
-        s = resume_client(fd, secret_, b, base::now_ns() / 1000000 + 5000,
-                          "the primary relay at " + cfg_.join, uint32_t(map_.index));
-    }
-    if (!s.ok()) {
-        if (fd >= 0) ::close(fd);
-        if (fd >= 0 && (s.code() == base::Errc::invalid || s.code() == base::Errc::link_failed))
-            return fail(s.message());
-        loop_.after(primary_backoff_, [this] { primary_back_try(); });
-        primary_backoff_ = std::min<int64_t>(primary_backoff_ * 2, 500);
-        return;
-    }
-    primary_ = std::make_unique<Link>();
-    primary_->fd = fd;
-    primary_->who = "the primary relay at " + cfg_.join;
-    primary_keep_ = true;  // it answers TBCK only after KEEP
-    watch(*primary_, [this] { on_primary(); });
-    WANMPI_LOG(warn, "back with the primary relay %s after %lld ms", cfg_.join.c_str(),
-               (long long)(runtime::EventLoop::now_ms() - primary_away_since_));
-    primary_away_since_ = 0;
-}
-
 // For the record (docs/benchmarks.md, bench/relay-restart.sh): how long after this relay
 // listened again the first packet passed (a host pair resumed and carried data).
 void Relay::watch_flow(int64_t since) {
@@ -319,55 +268,64 @@ void Relay::watch_flow(int64_t since) {
     });
 }
 
-// The server's connection dropped after KEEP without LOST: the WAN reset it, or the server is
-// gone. Come back to it for up to WANMPI_WAN_RECONNECT_S (the server keeps our place as long).
-void Relay::server_away(const std::string& why) {
-    close_link(*server_);
-    server_away_since_ = runtime::EventLoop::now_ms();
-    server_backoff_ = 10;
-    server_why_ = why;
-    WANMPI_LOG(warn, "impi-server (%s) %s; coming back to it for up to %lld s "
-                     "(WANMPI_WAN_RECONNECT_S)",
-               cfg_.server.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
-    server_back_try();
+// What this relay hangs off dropped after KEEP without an orderly end: impi-server (the
+// primary: the WAN reset it, or the server is gone; the server keeps our place as long) or the
+// primary relay (a member: it died or is being restarted; meanwhile this relay serves its
+// pairs). Come back to it for up to WANMPI_WAN_RECONNECT_S.
+void Relay::away(bool trunk, const std::string& why) {
+    Way w = way(trunk);
+    close_link(*w.link);
+    w.since = runtime::EventLoop::now_ms();
+    w.backoff = 10;
+    w.why = why;
+    WANMPI_LOG(warn, "%s (%s) %s; coming back to it for up to %lld s (WANMPI_WAN_RECONNECT_S)",
+               w.name, w.addr.c_str(), why.c_str(), (long long)(cfg_.reconnect_ms / 1000));
+    back_try(trunk);
 }
 
-// One attempt: connect, wanmpi's AUTH, BACK (with FINI if the agent sent it meanwhile). The
-// exchange blocks this relay for about two round trips (bounded by 1 s to connect and 5 s for
-// the exchange); its pairs wait that long.
-void Relay::server_back_try() {
-    if (exit_ >= 0 || (server_ && server_->fd >= 0)) return;
+// One attempt: connect, wanmpi's AUTH, then BACK to impi-server (with FINI if the agent sent it
+// meanwhile) or TBCK to the primary relay. The exchange blocks this relay for about two round
+// trips (bounded by 1 s to connect and 5 s for the exchange); its pairs wait that long.
+void Relay::back_try(bool trunk) {
+    Way w = way(trunk);
+    if (exit_ >= 0 || end_by_ || (w.link && w.link->fd >= 0)) return;
     const int64_t now = runtime::EventLoop::now_ms();
-    if (now - server_away_since_ >= cfg_.reconnect_ms)
-        return fail("impi-server (" + cfg_.server + ") " + server_why_ +
+    if (now - w.since >= cfg_.reconnect_ms)
+        return fail(std::string(w.name) + " (" + w.addr + ") " + w.why +
                     " and could not be reached again within " +
                     std::to_string(cfg_.reconnect_ms / 1000) + " s (WANMPI_WAN_RECONNECT_S)");
-    auto sp = base::parse_host_port(cfg_.server);
+    auto hp = base::parse_host_port(w.addr);
     std::string err;
-    int fd = base::tcp_connect(sp->host, sp->port, 1000, &err);
+    int fd = base::tcp_connect(hp->host, hp->port, 1000, &err);
     base::Status s(base::Errc::io_error, err);
     if (fd >= 0) {
         BackMsg b;
         b.client = uint32_t(client_);
-        b.fini = fini_;
+        b.fini = !trunk && fini_;
         b.session = keys_.session;
-        s = resume_client(fd, secret_, b, base::now_ns() / 1000000 + 5000, "impi-server at " + cfg_.server);
+        s = resume_client(fd, secret_, b, base::now_ns() / 1000000 + 5000,
+                          std::string(w.name) + " at " + w.addr, trunk ? uint32_t(map_.index) : 0);
     }
     if (!s.ok()) {
         if (fd >= 0) ::close(fd);
         if (fd >= 0 && (s.code() == base::Errc::invalid || s.code() == base::Errc::link_failed))
             return fail(s.message());
-        loop_.after(server_backoff_, [this] { server_back_try(); });
-        server_backoff_ = std::min<int64_t>(server_backoff_ * 2, 500);
+        loop_.after(w.backoff, [this, trunk] { back_try(trunk); });
+        w.backoff = std::min<int64_t>(w.backoff * 2, 500);
         return;
     }
-    server_ = std::make_unique<Link>();
-    server_->fd = fd;
-    server_->who = "impi-server at " + cfg_.server;
-    watch(*server_, [this] { on_server(); });
-    WANMPI_LOG(warn, "back with impi-server %s after %lld ms", cfg_.server.c_str(),
-               (long long)(runtime::EventLoop::now_ms() - server_away_since_));
-    server_away_since_ = 0;
+    w.link = std::make_unique<Link>();
+    w.link->fd = fd;
+    w.link->who = std::string(w.name) + " at " + w.addr;
+    if (trunk) {
+        primary_keep_ = true;  // it answers TBCK only after KEEP
+        watch(*w.link, [this] { on_primary(); });
+    } else {
+        watch(*w.link, [this] { on_server(); });
+    }
+    WANMPI_LOG(warn, "back with %s %s after %lld ms", w.name, w.addr.c_str(),
+               (long long)(runtime::EventLoop::now_ms() - w.since));
+    w.since = 0;
 }
 
 // An agent, or a trunk member, coming back to this relay (it said KEEP, or was restarted):
