@@ -181,14 +181,15 @@ void Relay::fail(const std::string& why) {
     if (data_) data_->close_all();
     // Say why, rather than only closing: after KEEP the other ends would wait for this relay to
     // come back; during the start-up (a trunk relay died, the agent broke off) the agent and,
-    // through the server, every cluster then name the cause. GONE only to a wanmpi server
-    // (wanmpi's AUTH) that knows this client (IMPI went through); LOST only to an agent that
+    // through the server, every cluster then name the cause. Only to wanmpi ends (wanmpi's
+    // AUTH): GONE to a server that knows this client (IMPI went through), LOST to an agent that
     // reads commands (its IMPI reply is in).
-    if (server_ && (keep_ || (hmac_ && client_ >= 0 && nclients_ > 0))) {
+    const bool told = keep_ || (hmac_ && client_ >= 0 && nclients_ > 0);
+    if (server_ && told) {
         std::vector<uint8_t> w(why.begin(), why.end());
         send_cmd(*server_, CMD_GONE, w);
     }
-    if (agent_ && (keep_ || nclients_ > 0)) {
+    if (agent_ && told) {
         std::vector<uint8_t> lost(4 + why.size());
         put_be32(lost.data(), uint32_t(-1));
         std::memcpy(lost.data() + 4, why.data(), why.size());

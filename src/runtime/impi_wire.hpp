@@ -24,7 +24,8 @@ enum Cmd : uint32_t {
     // wanmpi extension, server -> client only, after DONE: the job failed. Payload: Int4 rank of
     // the client that was lost (-1: not a client), then a reason in ASCII. Sent just before the
     // server closes every client connection, so agents can say which cluster died; a client that
-    // does not know it only sees the close, which means the same.
+    // does not know it only sees the close, which means the same. impi-relay also sends it to a
+    // wanmpi agent (wanmpi's AUTH) when the relay itself ends the job, during the start-up too.
     CMD_LOST = 0x4C4F5354,  // "LOST"
     // wanmpi extensions for an impi-relay that may be restarted in the middle of a job
     // (docs/design/relay-restart.md, impi_resume.hpp). Only ever sent on a connection whose AUTH
