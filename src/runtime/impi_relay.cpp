@@ -762,9 +762,14 @@ void Relay::on_member(Member* m) {
     if (!ok && exit_ < 0) {
         if (end_by_) return close_link(m->link);
         if (keep_ && m->keep) return member_away(m, "closed its connection without an orderly end");
+        // Lost before it said KEEP: during the start-up, or in the instant between TJOB and its
+        // KEEP (the end of the start-up, while the hosts still dance); nothing to take back.
         fail(m->link.who + " was lost (its connection closed" +
-             (done_ ? ")" : ") during the start-up: a relay can be restarted only once the "
-                            "start-up is over"));
+             (done_ ? (keep_ ? ") before it had written its state file, at the end of the "
+                               "start-up: it cannot be taken back"
+                             : ")")
+                    : ") during the start-up: a relay can be restarted only once the start-up "
+                      "is over"));
     }
 }
 
