@@ -388,6 +388,11 @@ int op_apply(const Op* op, const void* in, void* inout, int64_t count, MPI_Datat
                 : make_error(MPI_ERR_OP, "%s failed on datatype 0x%x", op->name, unsigned(dth));
 }
 
+bool op_integer_type(MPI_Datatype dth) {
+    const Datatype* dt = datatype_lookup(dth);
+    return dt && dt->builtin && is_int(ctype_of(dt->basic));
+}
+
 }  // namespace wanmpi::core
 
 namespace wanmpi::impl {

@@ -19,5 +19,9 @@ bool op_commutative(const Op* op);
 // predefined ops on derived types apply to the basic elements). Returns MPI_SUCCESS or an error
 // code (MPI_ERR_OP when the op is not defined for the type), not raised.
 int op_apply(const Op* op, const void* in, void* inout, int64_t count, MPI_Datatype dt);
+// Whether builtin `dt` is one of the integer types (C and Fortran integers, MPI_CHAR, MPI_WCHAR,
+// MPI_AINT/OFFSET/COUNT up to 64 bits): two's complement, so MPI_SUM / MPI_BAND / MPI_BOR /
+// MPI_BXOR on it are the processor's fetch-add / and / or / xor (one-sided atomics, src/rma).
+bool op_integer_type(MPI_Datatype dt);
 
 }  // namespace wanmpi::core

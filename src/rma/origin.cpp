@@ -2,11 +2,16 @@
 // (rma.hpp's wire format), sending it over the window's private communicator, and the requests
 // that track it until it is complete locally (flush_local) or remotely (flush: a FLUSH message
 // that the target answers once everything before it from this origin is applied).
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "base/codec.hpp"
+#include "base/log.hpp"
 #include "core/datatype.hpp"
 #include "core/errors.hpp"
 #include "core/op.hpp"
@@ -198,7 +203,7 @@ bool collect_run(void* ctx, int64_t off, int64_t n, int basic) {
 // A target on this host whose part of the window is in our mapping of the segment: the
 // operation is done here with loads and stores, complete at once, locally and remotely (the
 // memory is the target's; flush and the epoch-closing calls add the memory barrier).
-// Accumulate-class operations take the segment's lock (rma.hpp), like the target does.
+// Accumulate-class operations go through atomic.cpp, like the target's.
 void direct(const OpArgs& a, const core::Datatype* odt, const core::Datatype* rdt, char* taddr,
             const std::vector<Run>& runs, int64_t tbytes) {
     char small[256];
@@ -246,34 +251,97 @@ void direct(const OpArgs& a, const core::Datatype* odt, const core::Datatype* rd
             core::unpack(*odt, tmp, tbytes, a.obuf);
         }
         break;
-    case Msg::acc:
-        pack_o(a.obuf, a.ocount, tmp);
-        seg_lock(a.w);
-        accumulate(taddr, runs, tmp, a.op);
-        seg_unlock(a.w);
+    // Accumulate-class: atomic.cpp picks an atomic instruction or the segment lock per element,
+    // as the target does for operations that come as messages. Contiguous origin / result
+    // buffers are used in place (their packed form is their memory).
+    case Msg::acc: {
+        const char* in = static_cast<const char*>(a.obuf);
+        if (!odt->contig) {
+            pack_o(a.obuf, a.ocount, tmp);
+            in = tmp;
+        }
+        acc_apply(a.w, taddr, runs, in, a.op, nullptr);
         break;
-    case Msg::get_acc:
-        if (a.op != MPI_NO_OP) pack_o(a.obuf, a.ocount, tmp + tbytes);
-        seg_lock(a.w);
-        take(tmp);
-        if (a.op != MPI_NO_OP) accumulate(taddr, runs, tmp + tbytes, a.op);
-        seg_unlock(a.w);
-        to_result(tmp);
+    }
+    case Msg::get_acc: {
+        const char* in = static_cast<const char*>(a.obuf);
+        if (a.op != MPI_NO_OP && !odt->contig) {
+            pack_o(a.obuf, a.ocount, tmp + tbytes);
+            in = tmp + tbytes;
+        }
+        char* old = rdt->contig ? static_cast<char*>(a.rbuf) : tmp;
+        acc_apply(a.w, taddr, runs, in, a.op, old);
+        if (old == tmp) to_result(tmp);
         break;
+    }
     case Msg::cas: {
-        char cmp[64];
+        char val[64], cmp[64];
+        pack_o(a.obuf, 1, val);
         pack_o(a.cbuf, 1, cmp);
-        pack_o(a.obuf, 1, tmp + tbytes);
-        seg_lock(a.w);
-        take(tmp);
-        if (std::memcmp(tmp, cmp, size_t(tbytes)) == 0) give(tmp + tbytes);
-        seg_unlock(a.w);
-        to_result(tmp);
+        char* old = rdt->contig ? static_cast<char*>(a.rbuf) : tmp;
+        cas_apply(a.w, t0, runs[0].basic, val, cmp, old);
+        if (old == tmp) to_result(tmp);
         break;
     }
     default:
         break;
     }
+}
+
+// A put or get to rank a.target on this host, a window on user memory (create, dynamic): the
+// origin moves the bytes itself with process_vm_writev / readv (Cross Memory Attach), complete
+// at once like a direct operation. Returns 1 when done, 0 when the operation must go as a
+// message (target runs with holes, a dynamic target whose regions this origin cannot check or
+// that does not cover the access, or the kernel refusing CMA: EPERM from another user or a
+// ptrace policy, ENOSYS; CMA is then off for that target), -errno on failure.
+int cma(const OpArgs& a, const core::Datatype* odt, const std::vector<Run>& runs,
+        int64_t tbytes) {
+    Window* w = a.w;
+    const int t = a.target;
+    char* taddr;
+    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        static std::vector<Region> regs;
+        taddr = reinterpret_cast<char*>(uintptr_t(a.disp));
+        if (!regions_read(w, t, &regs) || !attached(regs, taddr, runs)) return 0;
+    } else {
+        taddr = reinterpret_cast<char*>(uintptr_t(w->bases[size_t(t)]) +
+                                        a.disp * w->units[size_t(t)]);
+    }
+    static std::vector<iovec> riov;
+    riov.clear();
+    for (const Run& r : runs) {
+        const core::Datatype* b = core::datatype_lookup(r.basic);
+        if (!b || !b->contig) return 0;  // packed form != memory form (MPI_SHORT_INT, ...)
+        if (r.count > 0) riov.push_back(iovec{taddr + r.off, size_t(r.count * b->size)});
+    }
+    const bool put = a.type == Msg::put;
+    std::unique_ptr<char[]> tmp;
+    char* lbuf = static_cast<char*>(a.obuf);
+    if (!odt->contig) {
+        tmp.reset(new char[size_t(tbytes)]);
+        lbuf = tmp.get();
+        if (put) core::pack(*odt, a.obuf, a.ocount, lbuf);
+    }
+    const pid_t pid = pid_t(w->pids[size_t(t)]);
+    size_t moved = 0;
+    for (size_t i = 0; i < riov.size();) {
+        size_t k = std::min<size_t>(riov.size() - i, IOV_MAX), bytes = 0;
+        for (size_t j = i; j < i + k; ++j) bytes += riov[j].iov_len;
+        iovec l{lbuf + moved, bytes};
+        ssize_t n = put ? process_vm_writev(pid, &l, 1, &riov[i], k, 0)
+                        : process_vm_readv(pid, &l, 1, &riov[i], k, 0);
+        if (n < 0 && moved == 0 && (errno == EPERM || errno == ENOSYS)) {
+            WANMPI_LOG(info, "rma: process_vm_%sv to rank %d refused (%s): messages instead",
+                       put ? "write" : "read", t, base::errno_text(errno).c_str());
+            w->cma[size_t(t)] = 0;
+            return 0;
+        }
+        if (n != ssize_t(bytes)) return -(n < 0 ? errno : EFAULT);
+        moved += bytes;
+        i += k;
+    }
+    if (!put && !odt->contig) core::unpack(*odt, lbuf, tbytes, a.obuf);
+    return 1;
 }
 
 int type_check(MPI_Datatype h, const core::Datatype** out) {
@@ -368,7 +436,7 @@ int win_op(const OpArgs& a) {
         core::datatype_walk(*tdt, 0, a.tcount, collect_run, &runs);
         h.count = int64_t(runs.size());
     }
-    if (!w->shm_base.empty() && w->shm_base[size_t(a.target)]) {
+    if (on_host(w, a.target)) {
         // The one-run vector is kept across calls: no allocation on the latency path.
         static std::vector<Run> one(1);
         const std::vector<Run>* rp = &runs;
@@ -376,10 +444,28 @@ int win_op(const OpArgs& a) {
             one[0] = Run{0, a.tcount, h.basic};
             rp = &one;
         }
-        direct(a, odt, rdt, w->shm_base[size_t(a.target)] + a.disp * w->units[size_t(a.target)],
-               *rp, tbytes);
-        if (a.req) *a.req = completed_request(w);
-        return MPI_SUCCESS;
+        // Memory this process maps: the segment's parts, or its own window memory (an access
+        // to unattached memory of its own dynamic window goes the message way, which logs it).
+        char* mapped = nullptr;
+        if (!w->shm_base.empty())
+            mapped = w->shm_base[size_t(a.target)] + a.disp * w->units[size_t(a.target)];
+        else if (a.target == w->rank && (w->flavor != MPI_WIN_FLAVOR_DYNAMIC ||
+                                         attached(w->regions, target_addr(w, a.disp), *rp)))
+            mapped = target_addr(w, a.disp);
+        int done = 0;
+        if (mapped) {
+            direct(a, odt, rdt, mapped, *rp, tbytes);
+            done = 1;
+        } else if (w->cma[size_t(a.target)] && (a.type == Msg::put || a.type == Msg::get)) {
+            done = cma(a, odt, *rp, tbytes);
+            if (done < 0) return core::make_error(MPI_ERR_RMA_RANGE, "%s rank %d's memory: %s",
+                                                  a.type == Msg::put ? "writing into" : "reading",
+                                                  a.target, base::errno_text(-done).c_str());
+        }
+        if (done) {
+            if (a.req) *a.req = completed_request(w);
+            return MPI_SUCCESS;
+        }
     }
     const int64_t pbytes = a.type == Msg::cas ? 2 * tbytes : sends ? tbytes : 0;
     h.bytes = a.type == Msg::get ? tbytes : pbytes;

@@ -114,12 +114,26 @@ struct Window {
     void* attr_base = nullptr;
     MPI_Aint attr_size = 0;
     int attr_unit = 1;
-    // MPI_Win_allocate / MPI_Win_allocate_shared: this host's segment (kSegHeader bytes of
-    // header, then the parts); shm_base[r] is rank r's part in this process's mapping, nullptr
-    // for ranks on other hosts (and for every rank of other flavors: no direct access).
+    // This host's segment, every flavor (win.cpp): seg_hdr bytes of header, then for
+    // MPI_Win_allocate / allocate_shared the parts; shm_base[r] is rank r's part in this
+    // process's mapping, nullptr for ranks on other hosts (empty for create / dynamic windows,
+    // whose segment is the header alone). local[r]: rank r is on this host and maps the segment,
+    // so its lock word is taken directly.
     char* seg = nullptr;
     size_t seg_len = 0;
     std::vector<char*> shm_base;
+    std::vector<uint8_t> local;
+    std::vector<int> lidx;  // window rank -> index among this host's ranks (-1: other host)
+    int nlocal = 0;
+    int64_t seg_hdr = 0, seg_pscw = 0, seg_regions = 0;  // header size, offsets (below)
+    // Windows on user memory (create, dynamic): puts and gets to a rank on this host are done by
+    // the origin with process_vm_writev / readv (CMA) into the target's memory. pid and base
+    // address of every rank (from the creation exchange); cma[r]: still permitted (cleared when
+    // the kernel refuses, and then the operations go as messages).
+    bool direct = true;  // WANMPI_RMA_DIRECT (win.cpp): same-host operations without messages
+    std::vector<int64_t> pids;
+    std::vector<uint64_t> bases;
+    std::vector<uint8_t> cma;
     std::vector<Region> regions;
     MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
     std::string name;
@@ -140,6 +154,7 @@ struct Window {
     std::deque<Waiter> lock_waiters;
     std::vector<int> posts_seen;  // POSTs received per target (PSCW access side)
     int completes_seen = 0;       // COMPLETEs received (PSCW exposure side)
+    std::vector<uint32_t> posts_used, done_used;  // PSCW counters consumed, per window rank
     struct TSend {
         core::Request* r;
         std::unique_ptr<char[]> buf;
@@ -161,12 +176,18 @@ struct Window {
     int next_tag = kTagReply;
 };
 
+// Rank t is on this host and reached without messages: its lock word in the segment, and its
+// memory by loads and stores (allocate flavors, this rank itself) or CMA (create, dynamic).
+inline bool on_host(const Window* w, int t) {
+    return w->direct && !w->local.empty() && w->local[size_t(t)];
+}
+
 // Handles: 0x20000000 | (slot + 1); MPI_WIN_NULL is 0x20000000.
 Window* win_lookup(MPI_Win h);
 // Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
 int raise(Window* w, int code);
 
-// The segment header (seg_header(nranks) bytes): an accumulate lock word (std::atomic<uint32_t>
+// The segment header (Window::seg_hdr bytes): an accumulate lock word (std::atomic<uint32_t>
 // at offset 0) and from offset 64 one window-lock word per window rank (std::atomic<int32_t>:
 // 0 free, n > 0 held shared n times, -1 held exclusive). Every accumulate-class operation on a
 // window with a segment (applied by the target for remote origins, or directly by an origin on
@@ -174,7 +195,28 @@ int raise(Window* w, int code);
 // applies them. MPI_Win_lock of a rank on this host takes that rank's lock word directly; the
 // target takes its own word for LOCK messages from other hosts, so both kinds exclude each
 // other.
-inline int64_t seg_header(int nranks) { return (64 + 4 * int64_t(nranks) + 63) / 64 * 64; }
+// Then (offset seg_pscw) the PSCW counters of the host's ranks, by host-local index
+// (Window::lidx), L = ranks on the host: post[t][o] (u32, L x L) counts the MPI_Win_post calls
+// of t that named o, done[t][o] (u32, L x L, after post) the MPI_Win_complete calls of o for
+// t; each side remembers how many it has consumed (posts_used, done_used), so an epoch costs one
+// atomic increment each way instead of a message.
+// Dynamic windows add (offset seg_regions) one table per window rank of the regions it has
+// attached (kSegRegions at most; more and the origins send messages, which the target checks),
+// so that same-host origins check their CMA accesses as the target checks messages:
+//   seq u64 (odd while the owner rewrites the table) | count i64 (-1: too many) |
+//   kSegRegions x (base u64, size i64)
+// written by the owner only (MPI_Win_attach / detach), read by the others with the seqlock.
+constexpr int kSegRegions = 32;
+constexpr int64_t kRegTabBytes = 16 + 16 * kSegRegions;
+inline int64_t seg_locks_end(int nranks) { return (64 + 4 * int64_t(nranks) + 63) / 64 * 64; }
+// PSCW counter of target t and origin o (window ranks, both on this host): post or done.
+uint32_t* pscw_word(const Window* w, bool done, int t, int o);
+// Publishes this rank's attached regions to its table / reads rank r's (false: not available,
+// use messages). Dynamic windows with a segment only.
+void regions_publish(Window* w);
+bool regions_read(const Window* w, int r, std::vector<Region>* out);
+// Whether [addr + runs) lies inside `regs` (a range may span regions attached back to back).
+bool attached(const std::vector<Region>& regs, const char* addr, const std::vector<Run>& runs);
 void seg_lock(Window* w);
 void seg_unlock(Window* w);
 // Window lock of rank `r` (whose part is in this host's segment, or this rank itself):
@@ -182,10 +224,18 @@ void seg_unlock(Window* w);
 bool lock_try(Window* w, int r, bool excl);
 void lock_release(Window* w, int r, bool excl);
 
-// Window memory at `addr` laid out by `runs` <-> packed bytes; accumulate applies `op`.
+// Window memory at `addr` laid out by `runs` <-> packed bytes.
 void gather(char* addr, const std::vector<Run>& runs, char* out);
 void scatter(char* addr, const std::vector<Run>& runs, const char* in);
-void accumulate(char* addr, const std::vector<Run>& runs, const char* in, MPI_Op op);
+// Accumulate-class operations on window memory (atomic.cpp: which elements use atomic
+// instructions and which the segment lock). acc_apply: memory at `addr` laid out by `runs`
+// (op)= packed `in` (not read for MPI_NO_OP), the previous contents packed into `old` first if
+// it is set. cas_apply: one element of builtin `basic`; its previous value to `old`, `val`
+// replaces it if it equals `cmp` bit for bit.
+void acc_apply(Window* w, char* addr, const std::vector<Run>& runs, const char* in, MPI_Op op,
+               char* old);
+void cas_apply(Window* w, char* addr, int32_t basic, const char* val, const char* cmp,
+               char* old);
 
 // ---- target side (target.cpp) -------------------------------------------------------------------
 void target_start(Window* w);   // posts the header receive, installs the progress hook

@@ -10,11 +10,13 @@
 //              programs that call start before post on another rank cannot deadlock);
 //              MPI_Win_complete sends COMPLETE to each target behind the operations (the target's
 //              per-origin FIFO applies them first), after local completion; MPI_Win_wait waits for
-//              one COMPLETE per origin of its group.
+//              one COMPLETE per origin of its group. Between ranks of one host (on_host) POST
+//              and COMPLETE are counters in the segment instead (rma.hpp), unless operations
+//              went to the target as messages (then COMPLETE is a message, ordered behind them).
 //   lock       a LOCK message that the target answers when it grants (shared or exclusive; a FIFO
 //              of waiters, so an exclusive request is not starved by later shared ones);
 //              MPI_MODE_NOCHECK skips it. Unlock sends UNLOCK behind the operations and waits for
-//              the answer (remote completion).
+//              the answer (remote completion). Ranks on this host: the target's lock word.
 //   flush      see origin.cpp. flush_local waits for the local requests only.
 #include <sched.h>
 
@@ -67,13 +69,34 @@ bool any_lock(const Window* w) {
 
 int barrier(Window* w) { return coll::barrier(w->icomm, nullptr, coll::Call::blocking); }
 
+std::atomic_ref<uint32_t> pscw(const Window* w, bool done, int t, int o) {
+    return std::atomic_ref<uint32_t>(*pscw_word(w, done, t, o));
+}
+
+// A PSCW counter in the segment makes no event for the engine to sleep on: poll (others may
+// need this rank's progress) and yield until `ready`.
+template <class F>
+void spin_until(F ready) {
+    while (!ready()) {
+        core::poll();
+        sched_yield();
+    }
+}
+
 }  // namespace
 
 bool in_start_group(Window* w, int target) {
     if (!w->in_start) return false;
     for (size_t i = 0; i < w->start_group.size(); ++i) {
         if (w->start_group[i] != target) continue;
-        if (!w->start_posted[i]) {
+        if (!w->start_posted[i] && on_host(w, target)) {
+            // the target's post counter for this rank moves past what earlier epochs consumed
+            auto c = pscw(w, false, target, w->rank);
+            uint32_t& used = w->posts_used[size_t(target)];
+            spin_until([&] { return c.load(std::memory_order_acquire) != used; });
+            ++used;
+            w->start_posted[i] = 1;
+        } else if (!w->start_posted[i]) {
             std::pair<Window*, int> x{w, target};
             core::wait_until(posted, &x);
             --w->posts_seen[size_t(target)];
@@ -122,6 +145,10 @@ int win_post(Window* w, MPI_Group g, int) {
     if (err != MPI_SUCCESS) return err;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (int r : ranks) {
+        if (on_host(w, r)) {
+            pscw(w, false, w->rank, r).fetch_add(1, std::memory_order_release);
+            continue;
+        }
         Hdr h;
         h.type = Msg::post;
         if ((err = send_ctrl(w, r, h)) != MPI_SUCCESS) return err;
@@ -151,6 +178,12 @@ int win_complete(Window* w) {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before COMPLETE
     for (int t : w->start_group) {
         in_start_group(w, t);  // consumes its POST if no operation did
+        if (on_host(w, t) && !w->dirty[size_t(t)]) {
+            // Every operation to it was direct and is complete: the counter says it all. (After
+            // messages, a COMPLETE message queues behind them instead.)
+            pscw(w, true, t, w->rank).fetch_add(1, std::memory_order_release);
+            continue;
+        }
         Hdr h;
         h.type = Msg::complete;
         int e = send_ctrl(w, t, h);
@@ -164,16 +197,39 @@ int win_complete(Window* w) {
 }
 
 namespace {
+// Completions of the exposure epoch so far: COMPLETE messages plus the same-host origins'
+// counters past what earlier epochs consumed (each origin completes once per epoch: its next
+// MPI_Win_complete waits for this rank's next post).
+int completes_now(const Window* w) {
+    int n = w->completes_seen;
+    for (int o : w->post_group)
+        if (on_host(w, o))
+            n += int(pscw(w, true, w->rank, o).load(std::memory_order_acquire) -
+                     w->done_used[size_t(o)]);
+    return n;
+}
 bool completes_in(void* p) {
     auto* w = static_cast<Window*>(p);
-    return w->completes_seen >= int(w->post_group.size());
+    return completes_now(w) >= int(w->post_group.size());
 }
 }  // namespace
 
 int win_wait(Window* w) {
     if (!w->in_post) return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_wait without MPI_Win_post");
-    core::wait_until(completes_in, w);
-    w->completes_seen -= int(w->post_group.size());
+    bool counters = false;
+    for (int o : w->post_group) counters = counters || on_host(w, o);
+    if (counters)
+        spin_until([w] { return completes_in(w); });
+    else
+        core::wait_until(completes_in, w);
+    int by_counter = 0;
+    for (int o : w->post_group)
+        if (on_host(w, o)) {
+            uint32_t d = pscw(w, true, w->rank, o).load(std::memory_order_acquire);
+            by_counter += int(d - w->done_used[size_t(o)]);
+            w->done_used[size_t(o)] = d;
+        }
+    w->completes_seen -= int(w->post_group.size()) - by_counter;
     w->in_post = false;
     w->post_group.clear();
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -187,10 +243,6 @@ int win_test(Window* w, int* flag) {
     if (*flag) return win_wait(w);
     return MPI_SUCCESS;
 }
-
-namespace {
-bool on_host(const Window* w, int t) { return !w->shm_base.empty() && w->shm_base[size_t(t)]; }
-}  // namespace
 
 // Locks each target: the lock word in the segment for ranks on this host (spinning with
 // progress while it is held), a LOCK message answered on grant for the others.
@@ -219,16 +271,20 @@ static int unlock_targets(Window* w, const std::vector<int>& targets, bool excl,
         for (int t : targets) w->dirty[size_t(t)] = 1;
         return flush_many(w, targets);
     }
-    std::vector<int> remote;
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
+    // Ranks on this host: direct operations are complete already; operations sent as messages
+    // (accumulates on user memory, CMA refused) are flushed before the lock word is released,
+    // or the next holder could run before they are applied.
+    std::vector<int> remote, here, sent;
     for (int t : targets) {
-        if (on_host(w, t))  // every operation to it was direct: complete already
-            lock_release(w, t, excl);
-        else
-            remote.push_back(t);
+        if (!on_host(w, t)) remote.push_back(t);
+        else if (here.push_back(t); w->dirty[size_t(t)]) sent.push_back(t);
     }
-    if (remote.empty()) return MPI_SUCCESS;
-    return round_trip(w, remote, Msg::unlock, excl ? kFlagExclusive : 0, false);
+    int err = sent.empty() ? MPI_SUCCESS : flush_many(w, sent);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
+    for (int t : here) lock_release(w, t, excl);
+    if (remote.empty()) return err;
+    int e2 = round_trip(w, remote, Msg::unlock, excl ? kFlagExclusive : 0, false);
+    return err != MPI_SUCCESS ? err : e2;
 }
 
 int win_lock(Window* w, int type, int rank, int assert_) {

@@ -6,9 +6,10 @@
 // back the ones behind it, so a FLUSH, UNLOCK or COMPLETE is answered only after everything sent
 // before it has been applied. That gives the standard's default accumulate ordering
 // (rar,raw,war,waw) and makes a flush acknowledgement mean remote completion. All operations on
-// a window are applied by the target process itself, one at a time under the API lock, so every
-// accumulate is atomic with respect to every other accumulate, whatever its op or datatype
-// (stronger than "same op, same basic datatype" that MPI requires).
+// a window are applied by the target process itself, one at a time under the API lock, or by
+// origins on this host with loads, stores and atomics; accumulates go through atomic.cpp, whose
+// per-element choice of atomic instruction or segment lock keeps them atomic whoever applies
+// them.
 #include <sched.h>
 
 #include <algorithm>
@@ -121,26 +122,6 @@ void scatter(char* addr, const std::vector<Run>& runs, const char* in) {
         in += r.count * b->size;
     }
 }
-// Window memory (op)= packed `in`, run by run. Builtins with holes (MPI_DOUBLE_INT: size 12,
-// extent 16) are first unpacked to their memory layout, which op_apply expects.
-void accumulate(char* addr, const std::vector<Run>& runs, const char* in, MPI_Op oph) {
-    const core::Op* op = core::op_lookup(oph);
-    for (const Run& r : runs) {
-        const core::Datatype* b = core::datatype_lookup(r.basic);
-        if (!b || !op) continue;
-        if (oph == MPI_REPLACE) {
-            core::unpack(*b, in, r.count * b->size, addr + r.off);
-        } else if (b->contig) {
-            core::op_apply(op, in, addr + r.off, r.count, r.basic);
-        } else {
-            std::unique_ptr<char[]> tmp(new char[size_t(r.count * b->extent)]);
-            core::unpack(*b, in, r.count * b->size, tmp.get());
-            core::op_apply(op, tmp.get(), addr + r.off, r.count, r.basic);
-        }
-        in += r.count * b->size;
-    }
-}
-
 void seg_lock(Window* w) {
     if (!w->seg) return;
     auto* l = reinterpret_cast<std::atomic<uint32_t>*>(w->seg);
@@ -152,11 +133,9 @@ void seg_unlock(Window* w) {
     if (w->seg) reinterpret_cast<std::atomic<uint32_t>*>(w->seg)->store(0, std::memory_order_release);
 }
 
-namespace {
-
-// Whether [addr + runs) lies inside attached memory (dynamic windows). A range may span
-// several regions attached back to back (MPICH's test suite attaches two halves of one array).
-bool attached(const Window* w, const char* addr, const std::vector<Run>& runs) {
+// Whether [addr + runs) lies inside attached memory (dynamic windows). A range may span several
+// regions attached back to back (MPICH's test suite attaches two halves of one array).
+bool attached(const std::vector<Region>& regs, const char* addr, const std::vector<Run>& runs) {
     for (const Run& r : runs) {
         const core::Datatype* b = core::datatype_lookup(r.basic);
         if (!b) return false;
@@ -164,7 +143,7 @@ bool attached(const Window* w, const char* addr, const std::vector<Run>& runs) {
         uintptr_t hi = cur + uintptr_t(r.count * b->extent);
         while (cur < hi) {
             uintptr_t next = cur;
-            for (const Region& g : w->regions)
+            for (const Region& g : regs)
                 if (cur >= g.base && cur < g.base + uintptr_t(g.size))
                     next = std::max(next, g.base + uintptr_t(g.size));
             if (next == cur) return false;
@@ -173,6 +152,8 @@ bool attached(const Window* w, const char* addr, const std::vector<Run>& runs) {
     }
     return true;
 }
+
+namespace {
 
 void grant(Window* w, int origin, int tag) {
     send_reply(w, origin, tag, nullptr, 0);
@@ -257,7 +238,7 @@ void apply(Window* w, int origin, TargetOp& t) {
     }
     char* addr = target_addr(w, h.disp);
     const std::vector<Run>& runs = runs_of(t);
-    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC && !attached(w, addr, runs)) {
+    if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC && !attached(w->regions, addr, runs)) {
         // Erroneous program (MPI 3.1 §11.2.4): no attached memory there. Nothing is written;
         // a fetching operation still gets an answer (zeros) so its origin does not hang.
         WANMPI_LOG(error, "rma: window %s: rank %d accessed unattached memory at %p; ignored",
@@ -281,16 +262,11 @@ void apply(Window* w, int origin, TargetOp& t) {
         break;
     }
     case Msg::acc:
-        seg_lock(w);
-        accumulate(addr, runs, payload, h.op);
-        seg_unlock(w);
+        acc_apply(w, addr, runs, payload, h.op, nullptr);
         break;
     case Msg::get_acc: {
         std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(h.rbytes, 1))]);
-        seg_lock(w);
-        gather(addr, runs, buf.get());
-        if (h.op != MPI_NO_OP) accumulate(addr, runs, payload, h.op);
-        seg_unlock(w);
+        acc_apply(w, addr, runs, payload, h.op, buf.get());
         send_reply(w, origin, h.reply_tag, std::move(buf), h.rbytes);
         break;
     }
@@ -298,10 +274,8 @@ void apply(Window* w, int origin, TargetOp& t) {
         // payload: the new value, then the compare value; one element of runs[0].basic.
         int64_t n = h.rbytes;
         std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(n, 1))]);
-        seg_lock(w);
-        gather(addr, runs, buf.get());
-        if (std::memcmp(buf.get(), payload + n, size_t(n)) == 0) scatter(addr, runs, payload);
-        seg_unlock(w);
+        if (!runs.empty() && runs[0].off == 0 && n > 0)
+            cas_apply(w, addr, runs[0].basic, payload, payload + n, buf.get());
         send_reply(w, origin, h.reply_tag, std::move(buf), n);
         break;
     }

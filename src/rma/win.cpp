@@ -10,15 +10,18 @@
 // is left in /dev/shm even if the job dies later. allocate_shared parts are contiguous in rank
 // order (alloc_shared_noncontig is accepted and ignored).
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/log.hpp"
+#include "base/tunables.hpp"
 #include "bindings/impl.hpp"
 #include "coll/api_impl.hpp"
 #include "core/attr.hpp"
@@ -33,6 +36,15 @@ namespace wanmpi::rma {
 namespace {
 
 constexpr uint32_t kWinBase = 0x20000000u;
+
+base::Tunable<bool> t_direct(
+    "RMA", "DIRECT", true,
+    "Same-host one-sided operations without messages: window locks as words in a shared segment, "
+    "loads, stores and atomic instructions on MPI_Win_allocate(_shared) memory, "
+    "process_vm_readv/writev (CMA) for puts and gets on MPI_Win_create / create_dynamic memory. "
+    "PSCW epochs as counters in that segment. Off: every operation, lock and PSCW "
+    "synchronization to another rank is a message its target applies.",
+    base::Level::tuner, nullptr, true);
 
 std::vector<Window*>& table() {
     static std::vector<Window*> t;
@@ -80,9 +92,13 @@ void merge_info(Window* w, MPI_Info info) {
 
 // Maps one shared segment per host for the window's ranks on this host: rank 0 of the host
 // creates it, the others open it by name, the creator unlinks the name once all have mapped it.
-// Layout: the header (lock words, rma.hpp) then the parts in window-rank order,
-// contiguous for MPI_Win_allocate_shared (the standard's default), 64-byte aligned otherwise.
-int shared_segment(Window* w, bool contiguous) {
+// Layout: the header (lock words, region tables of dynamic windows: rma.hpp) then, for
+// allocate / allocate_shared, the parts in window-rank order, contiguous for
+// MPI_Win_allocate_shared (the standard's default), 64-byte aligned otherwise. Windows on user
+// memory (create, dynamic) get the header alone: same-host ranks lock each other through it.
+int shared_segment(Window* w) {
+    const bool parts = w->flavor == MPI_WIN_FLAVOR_ALLOCATE || w->flavor == MPI_WIN_FLAVOR_SHARED;
+    const bool contiguous = w->flavor == MPI_WIN_FLAVOR_SHARED;
     const int me = core::host_of(w->comm->world[size_t(w->rank)]);
     std::vector<int> local;
     for (int i = 0; i < w->nranks; ++i)
@@ -95,9 +111,13 @@ int shared_segment(Window* w, bool contiguous) {
     int rc = impl::Comm_split(w->icomm, me, w->rank, &node);
     if (rc != MPI_SUCCESS) return rc;
     core::comm_lookup(node)->errhandler = MPI_ERRORS_RETURN;
-    int64_t total = seg_header(w->nranks);
+    const int64_t nl = int64_t(local.size());
+    w->seg_pscw = seg_locks_end(w->nranks);
+    w->seg_regions = w->seg_pscw + (8 * nl * nl + 63) / 64 * 64;
+    w->seg_hdr = w->seg_regions + (w->flavor == MPI_WIN_FLAVOR_DYNAMIC ? kRegTabBytes * w->nranks : 0);
+    int64_t total = w->seg_hdr;
     std::vector<int64_t> off(local.size());
-    for (size_t k = 0; k < local.size(); ++k) {
+    for (size_t k = 0; parts && k < local.size(); ++k) {
         if (!contiguous) total = (total + 63) / 64 * 64;
         off[k] = total;
         total += w->sizes[size_t(local[k])];
@@ -144,6 +164,16 @@ int shared_segment(Window* w, bool contiguous) {
                                                     w->seg_len);
     }
     w->seg = static_cast<char*>(p);
+    w->local.assign(size_t(w->nranks), 0);
+    w->lidx.assign(size_t(w->nranks), -1);
+    w->nlocal = int(local.size());
+    for (size_t k = 0; k < local.size(); ++k) {
+        w->local[size_t(local[k])] = 1;
+        w->lidx[size_t(local[k])] = int(k);
+    }
+    w->posts_used.assign(size_t(w->nranks), 0);
+    w->done_used.assign(size_t(w->nranks), 0);
+    if (!parts) return MPI_SUCCESS;
     w->shm_base.assign(size_t(w->nranks), nullptr);
     for (size_t k = 0; k < local.size(); ++k) w->shm_base[size_t(local[k])] = w->seg + off[k];
     w->base = w->shm_base[size_t(w->rank)];
@@ -187,9 +217,11 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
     w->comm = core::comm_lookup(w->icomm);
     w->comm->errhandler = MPI_ERRORS_RETURN;
     w->comm->name = "window";
-    int64_t mine[2] = {flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : size, unit};
-    std::vector<int64_t> all(size_t(2 * w->nranks));
-    rc = coll::allgather(coll::Kind::allgather, mine, 2, MPI_INT64_T, all.data(), 2, nullptr,
+    // size, displacement unit, and for same-host CMA access the base address and the pid
+    int64_t mine[4] = {flavor == MPI_WIN_FLAVOR_DYNAMIC ? 0 : size, unit,
+                       int64_t(reinterpret_cast<uintptr_t>(base)), int64_t(getpid())};
+    std::vector<int64_t> all(size_t(4 * w->nranks));
+    rc = coll::allgather(coll::Kind::allgather, mine, 4, MPI_INT64_T, all.data(), 4, nullptr,
                          nullptr, MPI_INT64_T, w->icomm, nullptr, coll::Call::blocking);
     if (rc != MPI_SUCCESS) {
         destroy(w);
@@ -197,28 +229,28 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
     }
     w->sizes.resize(size_t(w->nranks));
     w->units.resize(size_t(w->nranks));
+    w->bases.resize(size_t(w->nranks));
+    w->pids.resize(size_t(w->nranks));
     for (int i = 0; i < w->nranks; ++i) {
-        w->sizes[size_t(i)] = all[size_t(2 * i)];
-        w->units[size_t(i)] = all[size_t(2 * i + 1)];
+        w->sizes[size_t(i)] = all[size_t(4 * i)];
+        w->units[size_t(i)] = all[size_t(4 * i + 1)];
+        w->bases[size_t(i)] = uint64_t(all[size_t(4 * i + 2)]);
+        w->pids[size_t(i)] = all[size_t(4 * i + 3)];
     }
     w->size = mine[0];
     w->disp_unit = unit;
-    switch (flavor) {
-    case MPI_WIN_FLAVOR_CREATE:
-        w->base = static_cast<char*>(base);
-        break;
-    case MPI_WIN_FLAVOR_ALLOCATE:
-        // In a segment shared with the window's other ranks on this host, 64-byte aligned, so
-        // that they put and get with plain loads and stores (origin.cpp).
-    case MPI_WIN_FLAVOR_SHARED:
-        if ((rc = shared_segment(w, flavor == MPI_WIN_FLAVOR_SHARED)) != MPI_SUCCESS) {
-            destroy(w);
-            return core::raise(c, rc);
-        }
-        break;
-    default:
-        w->base = nullptr;  // MPI_BOTTOM: displacements are addresses
+    // allocate: in a segment shared with the window's other ranks on this host, 64-byte aligned,
+    // so that they put and get with plain loads and stores (origin.cpp); create: the user's
+    // memory; dynamic: MPI_BOTTOM (displacements are addresses).
+    w->base = flavor == MPI_WIN_FLAVOR_CREATE ? static_cast<char*>(base) : nullptr;
+    if ((rc = shared_segment(w)) != MPI_SUCCESS) {
+        destroy(w);
+        return core::raise(c, rc);
     }
+    w->direct = t_direct.get();
+    w->cma.assign(size_t(w->nranks), 0);
+    if (flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        for (int i = 0; i < w->nranks; ++i) w->cma[size_t(i)] = w->local[size_t(i)] && i != w->rank;
     if (baseptr) *static_cast<void**>(baseptr) = w->base;
     w->attr_base = w->base;
     w->attr_size = MPI_Aint(w->size);
@@ -235,6 +267,60 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
 }
 
 }  // namespace
+
+// The seqlock of rma.hpp's region tables: the owner makes `seq` odd, rewrites, makes it even;
+// a reader copies between two equal even reads of `seq`. Words are accessed as atomics (the
+// owner may rewrite while another rank reads; that reader then retries).
+namespace {
+std::atomic_ref<uint64_t> tab_word(const Window* w, int r, int i) {
+    char* t = w->seg + w->seg_regions + kRegTabBytes * r;
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(t + 8 * i));
+}
+}  // namespace
+
+uint32_t* pscw_word(const Window* w, bool done, int t, int o) {
+    const int64_t nl = w->nlocal;
+    const int64_t i = (done ? nl * nl : 0) + w->lidx[size_t(t)] * nl + w->lidx[size_t(o)];
+    return reinterpret_cast<uint32_t*>(w->seg + w->seg_pscw) + i;
+}
+
+void regions_publish(Window* w) {
+    if (!w->seg || w->flavor != MPI_WIN_FLAVOR_DYNAMIC) return;
+    const int me = w->rank;
+    uint64_t seq = tab_word(w, me, 0).load(std::memory_order_relaxed);
+    tab_word(w, me, 0).store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    const size_t n = w->regions.size();
+    tab_word(w, me, 1).store(n > size_t(kSegRegions) ? ~uint64_t(0) : n,
+                             std::memory_order_relaxed);
+    for (size_t i = 0; i < n && i < size_t(kSegRegions); ++i) {
+        tab_word(w, me, 2 + 2 * int(i)).store(w->regions[i].base, std::memory_order_relaxed);
+        tab_word(w, me, 3 + 2 * int(i)).store(uint64_t(w->regions[i].size),
+                                              std::memory_order_relaxed);
+    }
+    tab_word(w, me, 0).store(seq + 2, std::memory_order_release);
+}
+
+bool regions_read(const Window* w, int r, std::vector<Region>* out) {
+    if (!w->seg || w->flavor != MPI_WIN_FLAVOR_DYNAMIC) return false;
+    for (;;) {
+        uint64_t s1 = tab_word(w, r, 0).load(std::memory_order_acquire);
+        if (s1 & 1) {
+            sched_yield();
+            continue;
+        }
+        uint64_t n = tab_word(w, r, 1).load(std::memory_order_relaxed);
+        if (n > uint64_t(kSegRegions)) return false;
+        out->resize(size_t(n));
+        for (uint64_t i = 0; i < n; ++i)
+            (*out)[size_t(i)] = Region{uintptr_t(tab_word(w, r, 2 + 2 * int(i)).load(
+                                           std::memory_order_relaxed)),
+                                       int64_t(tab_word(w, r, 3 + 2 * int(i)).load(
+                                           std::memory_order_relaxed))};
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (tab_word(w, r, 0).load(std::memory_order_relaxed) == s1) return true;
+    }
+}
 
 Window* win_lookup(MPI_Win h) {
     uint32_t u = uint32_t(h);
@@ -349,6 +435,7 @@ int Win_attach(MPI_Win win, void* base, MPI_Aint size) {
             return rma::raise(w, make_error(MPI_ERR_RMA_ATTACH, "memory at %p overlaps memory "
                                                                 "already attached", base));
     w->regions.push_back(rma::Region{b, int64_t(size)});
+    rma::regions_publish(w);
     return MPI_SUCCESS;
 }
 int Win_detach(MPI_Win win, const void* base) {
@@ -359,6 +446,7 @@ int Win_detach(MPI_Win win, const void* base) {
     for (size_t i = 0; i < w->regions.size(); ++i)
         if (w->regions[i].base == uintptr_t(base)) {
             w->regions.erase(w->regions.begin() + long(i));
+            rma::regions_publish(w);
             return MPI_SUCCESS;
         }
     return rma::raise(w, make_error(MPI_ERR_RMA_ATTACH, "no memory attached at %p", base));
