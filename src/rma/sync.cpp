@@ -10,18 +10,21 @@
 //              programs that call start before post on another rank cannot deadlock);
 //              MPI_Win_complete sends COMPLETE to each target behind the operations (the target's
 //              per-origin FIFO applies them first), after local completion; MPI_Win_wait waits for
-//              one COMPLETE per origin of its group. Between ranks of one host (on_host) POST
-//              and COMPLETE are counters in the segment instead (rma.hpp), unless operations
-//              went to the target as messages (then COMPLETE is a message, ordered behind them).
+//              one COMPLETE per origin of its group. Between ranks of one host on windows from
+//              MPI_Win_allocate(_shared) POST and COMPLETE are counters in the segment instead
+//              (rma.hpp, pscw_direct), unless operations went to the target as messages (then
+//              COMPLETE is a message, ordered behind them).
 //   lock       a LOCK message that the target answers when it grants (shared or exclusive; a FIFO
 //              of waiters, so an exclusive request is not starved by later shared ones);
 //              MPI_MODE_NOCHECK skips it. Unlock sends UNLOCK behind the operations and waits for
 //              the answer (remote completion). Ranks on this host: the target's lock word.
 //   flush      see origin.cpp. flush_local waits for the local requests only.
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 
+#include "base/clock.hpp"
 #include "coll/api_impl.hpp"
 #include "core/errors.hpp"
 #include "core/group.hpp"
@@ -69,17 +72,33 @@ bool any_lock(const Window* w) {
 
 int barrier(Window* w) { return coll::barrier(w->icomm, nullptr, coll::Call::blocking); }
 
+// PSCW by counters with rank t (either side): on this host, and a window whose operations are
+// all loads and stores (allocate flavors). On user memory (create, dynamic) accumulates travel as
+// messages the target must apply while it waits, and a target spinning on counters cannot sleep
+// until a message wakes it: under load that cost 2-3x the message epoch, so POST and COMPLETE
+// stay messages there.
+bool pscw_direct(const Window* w, int t) { return on_host(w, t) && !w->shm_base.empty(); }
+
 std::atomic_ref<uint32_t> pscw(const Window* w, bool done, int t, int o) {
     return std::atomic_ref<uint32_t>(*pscw_word(w, done, t, o));
 }
 
-// A PSCW counter in the segment makes no event for the engine to sleep on: poll (others may
-// need this rank's progress) and yield until `ready`.
+// A PSCW counter or a lock word in the segment makes no event for the engine to sleep on: poll
+// (others may need this rank's progress) and yield until `ready`. After ~100 us of that, each
+// round also sleeps 20 us: on a machine with more runnable processes than cores a rank that
+// only yields keeps losing the CPU to the rank it waits for (the scheduler favours sleepers);
+// on an idle machine short waits stay pure spinning.
 template <class F>
 void spin_until(F ready) {
-    while (!ready()) {
+    const int64_t t0 = base::now_ns();
+    for (unsigned i = 0; !ready(); ++i) {
         core::poll();
-        sched_yield();
+        if (i < 16 || base::now_ns() - t0 < 100000) {
+            sched_yield();
+        } else {
+            timespec ts{0, 20000};
+            nanosleep(&ts, nullptr);
+        }
     }
 }
 
@@ -89,7 +108,7 @@ bool in_start_group(Window* w, int target) {
     if (!w->in_start) return false;
     for (size_t i = 0; i < w->start_group.size(); ++i) {
         if (w->start_group[i] != target) continue;
-        if (!w->start_posted[i] && on_host(w, target)) {
+        if (!w->start_posted[i] && pscw_direct(w, target)) {
             // the target's post counter for this rank moves past what earlier epochs consumed
             auto c = pscw(w, false, target, w->rank);
             uint32_t& used = w->posts_used[size_t(target)];
@@ -145,7 +164,7 @@ int win_post(Window* w, MPI_Group g, int) {
     if (err != MPI_SUCCESS) return err;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (int r : ranks) {
-        if (on_host(w, r)) {
+        if (pscw_direct(w, r)) {
             pscw(w, false, w->rank, r).fetch_add(1, std::memory_order_release);
             continue;
         }
@@ -178,7 +197,7 @@ int win_complete(Window* w) {
     std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before COMPLETE
     for (int t : w->start_group) {
         in_start_group(w, t);  // consumes its POST if no operation did
-        if (on_host(w, t) && !w->dirty[size_t(t)]) {
+        if (pscw_direct(w, t) && !w->dirty[size_t(t)]) {
             // Every operation to it was direct and is complete: the counter says it all. (After
             // messages, a COMPLETE message queues behind them instead.)
             pscw(w, true, t, w->rank).fetch_add(1, std::memory_order_release);
@@ -203,7 +222,7 @@ namespace {
 int completes_now(const Window* w) {
     int n = w->completes_seen;
     for (int o : w->post_group)
-        if (on_host(w, o))
+        if (pscw_direct(w, o))
             n += int(pscw(w, true, w->rank, o).load(std::memory_order_acquire) -
                      w->done_used[size_t(o)]);
     return n;
@@ -217,14 +236,14 @@ bool completes_in(void* p) {
 int win_wait(Window* w) {
     if (!w->in_post) return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_wait without MPI_Win_post");
     bool counters = false;
-    for (int o : w->post_group) counters = counters || on_host(w, o);
+    for (int o : w->post_group) counters = counters || pscw_direct(w, o);
     if (counters)
         spin_until([w] { return completes_in(w); });
     else
         core::wait_until(completes_in, w);
     int by_counter = 0;
     for (int o : w->post_group)
-        if (on_host(w, o)) {
+        if (pscw_direct(w, o)) {
             uint32_t d = pscw(w, true, w->rank, o).load(std::memory_order_acquire);
             by_counter += int(d - w->done_used[size_t(o)]);
             w->done_used[size_t(o)] = d;
@@ -253,12 +272,7 @@ static int lock_targets(Window* w, const std::vector<int>& targets, bool excl) {
             remote.push_back(t);
             continue;
         }
-        // A release of the word makes no event to sleep on: poll (others may need this rank
-        // to make progress) and yield until it is free.
-        while (!lock_try(w, t, excl)) {
-            core::poll();
-            sched_yield();
-        }
+        spin_until([&] { return lock_try(w, t, excl); });
     }
     if (remote.empty()) return MPI_SUCCESS;
     return round_trip(w, remote, Msg::lock, excl ? kFlagExclusive : 0, false);
