@@ -213,8 +213,8 @@ void direct(const OpArgs& a, const core::Datatype* odt, const core::Datatype* rd
         big.reset(new char[size_t(2 * tbytes)]);
         tmp = big.get();
     }
-    const bool dense = runs.size() == 1 && core::datatype_lookup(runs[0].basic) &&
-                       core::datatype_lookup(runs[0].basic)->contig;
+    const core::Datatype* b0 = runs.size() == 1 ? core::datatype_lookup(runs[0].basic) : nullptr;
+    const bool dense = b0 && b0->contig;
     // Contiguous buffers on both sides (the common case, and the latency tests'): plain copies
     // instead of the general pack / scatter walks.
     char* t0 = taddr + runs[0].off;
