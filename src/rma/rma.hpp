@@ -187,12 +187,12 @@ Window* win_lookup(MPI_Win h);
 // Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
 int raise(Window* w, int code);
 
-// The segment header (Window::seg_hdr bytes): an accumulate lock word (std::atomic<uint32_t>
-// at offset 0) and from offset 64 one window-lock word per window rank (std::atomic<int32_t>:
-// 0 free, n > 0 held shared n times, -1 held exclusive). Every accumulate-class operation on a
-// window with a segment (applied by the target for remote origins, or directly by an origin on
-// the same host) runs under the accumulate lock, so accumulates stay atomic whichever process
-// applies them. MPI_Win_lock of a rank on this host takes that rank's lock word directly; the
+// The segment header (Window::seg_hdr bytes): an accumulate lock word (u32 at offset 0, see
+// seg_lock) and from offset 64 one window-lock word per window rank (std::atomic<int32_t>:
+// 0 free, n > 0 held shared n times, -1 held exclusive). Every accumulate-class operation
+// (applied by the target for messages, or directly by an origin on the same host) runs under
+// the accumulate lock, exclusive or shared (atomic.cpp), so accumulates stay atomic whichever
+// process applies them. MPI_Win_lock of a rank on this host takes that rank's lock word directly; the
 // target takes its own word for LOCK messages from other hosts, so both kinds exclude each
 // other.
 // Then (offset seg_pscw) the PSCW counters of the host's ranks, by host-local index
@@ -217,8 +217,12 @@ void regions_publish(Window* w);
 bool regions_read(const Window* w, int r, std::vector<Region>* out);
 // Whether [addr + runs) lies inside `regs` (a range may span regions attached back to back).
 bool attached(const std::vector<Region>& regs, const char* addr, const std::vector<Run>& runs);
+// The accumulate lock (target.cpp), a reader-writer spin lock: exclusive for accumulates done
+// with plain loads and stores, shared for those done with atomic instructions (atomic.cpp).
 void seg_lock(Window* w);
 void seg_unlock(Window* w);
+void seg_lock_shared(Window* w);
+void seg_unlock_shared(Window* w);
 // Window lock of rank `r` (whose part is in this host's segment, or this rank itself):
 // try once / release. For a window without a segment the target's own counters are used.
 bool lock_try(Window* w, int r, bool excl);

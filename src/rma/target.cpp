@@ -122,15 +122,47 @@ void scatter(char* addr, const std::vector<Run>& runs, const char* in) {
         in += r.count * b->size;
     }
 }
+// The accumulate lock word (rma.hpp): bit 31 held exclusive, the low bits count shared holders.
+// A writer first claims bit 31 (new shared holders then back off), then waits for the shared
+// holders to leave, so a stream of small atomic operations cannot starve a large accumulate.
+namespace {
+constexpr uint32_t kExcl = 1u << 31;
+std::atomic_ref<uint32_t> acc_word(Window* w) {
+    return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(w->seg));
+}
+// Spinning on another process's lock: yield now and then (the holder may be descheduled: 2
+// cores, 8 ranks).
+void backoff(int& spins) {
+    if (++spins > 64) sched_yield();
+}
+}  // namespace
+
 void seg_lock(Window* w) {
     if (!w->seg) return;
-    auto* l = reinterpret_cast<std::atomic<uint32_t>*>(w->seg);
-    for (int spins = 0; l->exchange(1, std::memory_order_acquire) != 0;)
-        while (l->load(std::memory_order_relaxed) != 0)
-            if (++spins > 64) sched_yield();  // the holder may be descheduled (2 cores, 8 ranks)
+    auto l = acc_word(w);
+    int spins = 0;
+    for (uint32_t v = l.load(std::memory_order_relaxed);;) {
+        if (!(v & kExcl) && l.compare_exchange_weak(v, v | kExcl, std::memory_order_acquire))
+            break;
+        backoff(spins);
+        v = l.load(std::memory_order_relaxed);
+    }
+    while (l.load(std::memory_order_acquire) != kExcl) backoff(spins);
 }
 void seg_unlock(Window* w) {
-    if (w->seg) reinterpret_cast<std::atomic<uint32_t>*>(w->seg)->store(0, std::memory_order_release);
+    if (w->seg) acc_word(w).fetch_and(~kExcl, std::memory_order_release);
+}
+void seg_lock_shared(Window* w) {
+    if (!w->seg) return;
+    auto l = acc_word(w);
+    int spins = 0;
+    while (l.fetch_add(1, std::memory_order_acquire) & kExcl) {
+        l.fetch_sub(1, std::memory_order_relaxed);
+        while (l.load(std::memory_order_relaxed) & kExcl) backoff(spins);
+    }
+}
+void seg_unlock_shared(Window* w) {
+    if (w->seg) acc_word(w).fetch_sub(1, std::memory_order_release);
 }
 
 // Whether [addr + runs) lies inside attached memory (dynamic windows). A range may span several

@@ -52,16 +52,8 @@ int main(int argc, char **argv) {
     /* 3. a CAS spin lock around a plain get-modify-put */
     MPI_Win_lock_all(0, w.win);
     for (int i = 0; i < ITERS / 4; ++i) {
-        long long mine = rt_rank + 1, zero = 0, prev = -1, v = 0;
-        do {
-            MPI_Compare_and_swap(&mine, &zero, &prev, MPI_LONG_LONG, 0, d2, w.win);
-            MPI_Win_flush(0, w.win);
-        } while (prev != 0);
-        MPI_Get(&v, 1, MPI_LONG_LONG, 0, d3, 1, MPI_LONG_LONG, w.win);
-        MPI_Win_flush(0, w.win);
-        ++v;
-        MPI_Put(&v, 1, MPI_LONG_LONG, 0, d3, 1, MPI_LONG_LONG, w.win);
-        MPI_Win_flush(0, w.win);
+        long long mine = rt_rank + 1, zero = 0, prev = -1;
+        rt_cas_locked_incr(w.win, d2, d3, mine);
         MPI_Compare_and_swap(&zero, &mine, &prev, MPI_LONG_LONG, 0, d2, w.win);
         MPI_Win_flush(0, w.win);
         CHECK(prev == mine, "unlock found %lld, not my %lld", prev, mine);

@@ -94,16 +94,8 @@ int main(int argc, char **argv) {
 
     /* 3. CAS lock, Accumulate(MPI_REPLACE) unlock */
     for (int i = 0; i < ITERS / 4; ++i) {
-        long long mine = rt_rank + 1, zero = 0, prev = -1, v = 0;
-        do {
-            MPI_Compare_and_swap(&mine, &zero, &prev, MPI_LONG_LONG, 0, dk, w.win);
-            MPI_Win_flush(0, w.win);
-        } while (prev != 0);
-        MPI_Get(&v, 1, MPI_LONG_LONG, 0, dg, 1, MPI_LONG_LONG, w.win);
-        MPI_Win_flush(0, w.win);
-        ++v;
-        MPI_Put(&v, 1, MPI_LONG_LONG, 0, dg, 1, MPI_LONG_LONG, w.win);
-        MPI_Win_flush(0, w.win);
+        long long zero = 0;
+        rt_cas_locked_incr(w.win, dk, dg, rt_rank + 1);
         MPI_Accumulate(&zero, 1, MPI_LONG_LONG, 0, dk, 1, MPI_LONG_LONG, MPI_REPLACE, w.win);
         MPI_Win_flush(0, w.win);
     }

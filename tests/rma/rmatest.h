@@ -86,6 +86,22 @@ static inline MPI_Aint rt_disp(const rt_win *w, int r, MPI_Aint i, int unit) {
     return w->dynamic ? w->addrs[r] + i * unit : i;
 }
 
+/* A spin lock on the long long at `lock` of rank 0 taken with MPI_Compare_and_swap (0 -> mine),
+ * then a plain get-increment-put of the long long at `ctr` under it; the caller releases the
+ * lock (the tests release it in different ways). Inside a passive-target epoch on rank 0. */
+static inline void rt_cas_locked_incr(MPI_Win win, MPI_Aint lock, MPI_Aint ctr, long long mine) {
+    long long zero = 0, prev = -1, v = 0;
+    do {
+        MPI_Compare_and_swap(&mine, &zero, &prev, MPI_LONG_LONG, 0, lock, win);
+        MPI_Win_flush(0, win);
+    } while (prev != 0);
+    MPI_Get(&v, 1, MPI_LONG_LONG, 0, ctr, 1, MPI_LONG_LONG, win);
+    MPI_Win_flush(0, win);
+    ++v;
+    MPI_Put(&v, 1, MPI_LONG_LONG, 0, ctr, 1, MPI_LONG_LONG, win);
+    MPI_Win_flush(0, win);
+}
+
 static inline void rt_win_free(rt_win *w) {
     if (w->dynamic) MPI_Win_detach(w->win, w->base);
     MPI_Win_free(&w->win);
