@@ -165,12 +165,14 @@ int flush_many(Window* w, const std::vector<int>& targets) {
     return round_trip(w, targets, Msg::flush, 0, true);
 }
 
+void local_progress() {
+    static unsigned calls = 0;
+    if (++calls % 16 == 0) core::poll();
+}
+
 int flush(Window* w, int target) {
     if (!w->dirty[size_t(target)]) {  // nothing sent since the last flush (direct operations)
-        // Still make progress now and then: this rank may be the target of others' operations
-        // while it loops on direct puts and flushes.
-        static unsigned calls = 0;
-        if (++calls % 32 == 0) core::poll();
+        local_progress();
         int err = wait_target(w, target);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         return err;
@@ -464,6 +466,7 @@ int win_op(const OpArgs& a) {
         }
         if (done) {
             if (a.req) *a.req = completed_request(w);
+            local_progress();
             return MPI_SUCCESS;
         }
     }

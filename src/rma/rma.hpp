@@ -262,6 +262,10 @@ void wait_req(core::Request* r);
 void reap(Window* w);                // releases completed origin requests
 int wait_target(Window* w, int target);  // all origin requests to `target` (-1: all) complete
 int flush(Window* w, int target);        // remote completion at `target`
+// A poll of the engine every 16th call: operations done without messages (direct, lock words)
+// never wait, and a rank looping on them (a lock / get / unlock of its own memory, as MPICH's
+// linked_list_bench does) would otherwise never apply the operations others send it.
+void local_progress();
 // Sends a control message (`type`: lock, unlock or flush, with `flags`) with a reply tag to each
 // target (only those with operations since their last flush if `only_dirty`) and waits for
 // every answer; unlock and flush then also wait for the local requests (remote completion).
