@@ -42,8 +42,8 @@ base::Tunable<bool> t_direct(
     "Same-host one-sided operations without messages: window locks as words in a shared segment, "
     "loads, stores and atomic instructions on MPI_Win_allocate(_shared) memory, "
     "process_vm_readv/writev (CMA) for puts and gets on MPI_Win_create / create_dynamic memory. "
-    "PSCW epochs as counters in that segment. Off: every operation, lock and PSCW "
-    "synchronization to another rank is a message its target applies.",
+    "PSCW epochs on allocate windows as counters in that segment. Off: every operation, lock "
+    "and PSCW synchronization to another rank is a message its target applies.",
     base::Level::tuner, nullptr, true);
 
 std::vector<Window*>& table() {
