@@ -6,8 +6,8 @@
 #
 #   bench/compare-onesided.sh --osu DIR [--build BUILD] [--quick] [--out FILE]
 #   (ITERS=n, BW_ITERS=n: iterations per latency / bandwidth run; defaults 2000 / 100, --quick 300 / 20)
-#   (BENCHES, WINDOWS, SYNCS: space-separated subsets, to repeat noisy lines; REPEAT=n runs each
-#    MPI n times per line and keeps its best number)
+#   (BENCHES, WINDOWS, SYNCS, MPIS: space-separated subsets, to repeat noisy lines; REPEAT=n runs
+#    each MPI n times per line and keeps its best number)
 #
 # Prints one line per (benchmark, window, sync): the latency of SIZE-byte operations in us (the
 # bandwidth benchmarks: MB/s at BW_SIZE bytes; fop and cas: one element of MPI_CHAR, their only
@@ -69,7 +69,7 @@ if command -v mpicc.openmpi >/dev/null && build_osu mpicc.openmpi "$work/openmpi
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     run_cmd[openmpi]="timeout 120 mpirun.openmpi -n 2 --oversubscribe"
 fi
-mpis=(wanmpi mpich openmpi)
+read -r -a mpis <<< "${MPIS:-wanmpi mpich openmpi}"
 
 # One run; prints the number for the size asked, or "fail".
 one_run() {  # mpi bench win sync
@@ -103,19 +103,19 @@ for b in "${benches[@]}"; do
         for s in "${syncs[@]}"; do
             declare -A r=()
             for m in "${mpis[@]}"; do r[$m]=$(one "$m" "$b" "$w" "$s"); done
-            ratio=$(awk -v a="${r[wanmpi]}" -v b="${r[mpich]}" -v c="${r[openmpi]}" -v bw="${b##*_}" '
+            ratio=$(awk -v a="${r[wanmpi]:-n/a}" -v b="${r[mpich]:-n/a}" -v c="${r[openmpi]:-n/a}" -v bw="${b##*_}" '
                 function num(x) { return x ~ /^[0-9.]+$/ }
                 BEGIN { best = "";
                         if (num(b)) best = b;
                         if (num(c) && (best == "" || (bw == "bw" ? c > best : c < best))) best = c;
                         if (!num(a) || best == "" || best == 0) { print "-"; exit }
                         printf "%.2f", (bw == "bw") ? best / a : a / best }')
-            [[ ${r[wanmpi]} == fail ]] && fails=$((fails + 1))
+            [[ ${r[wanmpi]:-n/a} == fail ]] && fails=$((fails + 1))
             if [[ $w == allocate && $s == flush && $b == *_latency && $ratio != - ]]; then
                 awk -v x="$ratio" 'BEGIN { exit !(x > 1.5) }' && target_ok=0
             fi
-            printf "%-16s %-9s %-12s %10s %10s %10s %8s\n" "$b" "$w" "$s" "${r[wanmpi]}" \
-                "${r[mpich]}" "${r[openmpi]}" "$ratio"
+            printf "%-16s %-9s %-12s %10s %10s %10s %8s\n" "$b" "$w" "$s" "${r[wanmpi]:-n/a}" \
+                "${r[mpich]:-n/a}" "${r[openmpi]:-n/a}" "$ratio"
         done
     done
 done
