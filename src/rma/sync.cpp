@@ -63,6 +63,12 @@ int group_ranks(Window* w, MPI_Group g, std::vector<int>* out) {
     return MPI_SUCCESS;
 }
 
+bool all_on_host(const Window* w) {
+    for (int t = 0; t < w->nranks; ++t)
+        if (!on_host(w, t)) return false;
+    return true;
+}
+
 bool any_lock(const Window* w) {
     if (w->lock_all) return true;
     for (uint8_t l : w->locked)
@@ -373,7 +379,14 @@ int win_lock_all(Window* w, int assert_) {
     w->fence_epoch = false;
     bool nocheck = (assert_ & MPI_MODE_NOCHECK) != 0;
     if (!nocheck) {
-        int err = lock_targets(w, all_targets(w), false);
+        int err = MPI_SUCCESS;
+        if (all_on_host(w)) {  // lock words only: no vectors (as win_lock)
+            for (int t = 0; t < w->nranks; ++t)
+                spin_until([&] { return lock_try(w, t, false); });
+            local_progress();
+        } else {
+            err = lock_targets(w, all_targets(w), false);
+        }
         if (err != MPI_SUCCESS) return err;
     }
     w->nocheck.assign(size_t(w->nranks), nocheck);
@@ -384,7 +397,15 @@ int win_lock_all(Window* w, int assert_) {
 int win_unlock_all(Window* w) {
     if (!w->lock_all)
         return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all");
-    int err = unlock_targets(w, all_targets(w), false, w->nocheck[0] != 0);
+    int err = MPI_SUCCESS;
+    bool sent = false;
+    for (uint8_t d : w->dirty) sent = sent || d;
+    if (w->nocheck[0] == 0 && !sent && all_on_host(w)) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
+        for (int t = 0; t < w->nranks; ++t) lock_release(w, t, false);
+    } else {
+        err = unlock_targets(w, all_targets(w), false, w->nocheck[0] != 0);
+    }
     w->nocheck.assign(size_t(w->nranks), 0);
     w->lock_all = false;
     return err;
