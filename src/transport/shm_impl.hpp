@@ -31,12 +31,6 @@
 //   +12 u32 chunk   payload bytes in this record
 //   +16 u64 total   payload bytes of the whole frame (single/first)
 //   +24 64-byte frame header, then payload (single/first); cont: payload at +64
-// Small frames take one cache line instead (kind small): the kind word holds small | mask << 8,
-// bit i of mask saying that the header's 64-bit word i is not zero; those words follow packed at
-// +16, then the payload (chunk bytes), all within 64 bytes. Core's headers are mostly zero words
-// (an eager message uses 3-4 of 8), so an 8-byte message is one line instead of two: the
-// receiver fetches one line from the sender's cache per message instead of two, which is most of
-// a small message's cost between cores (ping-pong 8 B: see docs/benchmarks.md).
 // Native byte order: both ends are processes of one build on one host (version-checked).
 // A record that does not fit before the end of the ring is preceded by a pad record covering
 // the rest of the lap. Frames larger than one record (ring_size/4) are streamed as first + cont
@@ -106,7 +100,7 @@
 namespace wanmpi::transport::shm_impl {
 
 constexpr uint64_t kMagic = 0x57414e4d50534d31ULL;  // "WANMPSM1"
-constexpr uint32_t kVersion = 2;  // 2: small records
+constexpr uint32_t kVersion = 1;
 constexpr uint64_t kLine = 64;
 constexpr uint64_t kPage = 4096;
 
@@ -120,8 +114,7 @@ constexpr uint64_t kMinChunk = 4096;  // do not split a chunk into slivers to us
 constexpr int kBatch = 64;            // records per peer per progress() call
 constexpr uint64_t kMaxStage = 64ull << 20;  // largest frame staged when on_header gives no buffer
 
-enum : uint32_t { kSingle = 1, kFirst = 2, kCont = 3, kPad = 4, kSmall = 5 };
-constexpr uint64_t kSmallWords = 16;  // packed header words of a small record start here
+enum : uint32_t { kSingle = 1, kFirst = 2, kCont = 3, kPad = 4 };
 
 struct SegHeader {
     uint64_t magic;
@@ -228,10 +221,8 @@ public:
         if (p.state != Peer::ok) return SendResult::failed;
         if (!p.q.empty() || len > max_inline_) return SendResult::would_block;
         Slot s;
-        uint32_t mask = small_mask(hdr, len);
-        if (!reserve(p, mask ? kLine : align64(kFramePrefix + len), s)) return SendResult::would_block;
-        if (mask) fill_small(s.rec, mask, hdr, payload, len);
-        else fill_frame(s.rec, kSingle, hdr, payload, len, len);
+        if (!reserve(p, align64(kFramePrefix + len), s)) return SendResult::would_block;
+        fill_frame(s.rec, kSingle, hdr, payload, len, len);
         publish(p, s);
         notify(p);
         return SendResult::done;
@@ -402,31 +393,6 @@ private:
         }
     }
 
-    // The small record's mask for this frame (see top), or 0 when it does not fit one line.
-    static uint32_t small_mask(const uint8_t* hdr, uint64_t len) {
-        if (len > kLine - kSmallWords - 8) return 0;  // at least one header word (the type)
-        uint32_t mask = 0;
-        uint64_t used = kSmallWords + len;
-        for (unsigned i = 0; i < kHeaderSize / 8; ++i)
-            if (load64(hdr + 8 * i) != 0) {
-                mask |= 1u << i;
-                used += 8;
-            }
-        return used <= kLine ? mask : 0;
-    }
-    static void fill_small(uint8_t* r, uint32_t mask, const uint8_t* hdr, const void* payload,
-                           uint64_t len) {
-        store32(r + kRecKind, kSmall | mask << 8);
-        store32(r + kRecChunk, uint32_t(len));
-        uint8_t* w = r + kSmallWords;
-        for (unsigned i = 0; i < kHeaderSize / 8; ++i)
-            if (mask & (1u << i)) {
-                std::memcpy(w, hdr + 8 * i, 8);
-                w += 8;
-            }
-        if (len) std::memcpy(w, payload, len);
-    }
-
     static void fill_frame(uint8_t* r, uint32_t kind, const uint8_t* hdr, const void* payload,
                            uint64_t chunk, uint64_t total) {
         store32(r + kRecKind, kind);
@@ -470,10 +436,8 @@ private:
             Slot s;
             if (!p.cur_started) {
                 if (op->len <= p.max_single) {
-                    uint32_t mask = small_mask(op->hdr, op->len);
-                    if (!reserve(p, mask ? kLine : align64(kFramePrefix + op->len), s)) break;
-                    if (mask) fill_small(s.rec, mask, op->hdr, op->payload, op->len);
-                    else fill_frame(s.rec, kSingle, op->hdr, op->payload, op->len, op->len);
+                    if (!reserve(p, align64(kFramePrefix + op->len), s)) break;
+                    fill_frame(s.rec, kSingle, op->hdr, op->payload, op->len, op->len);
                     publish(p, s);
                     wrote = true;
                     op->sent = op->len;
@@ -528,30 +492,7 @@ private:
             uint32_t kind = load32(r + kRecKind);
             uint64_t chunk = load32(r + kRecChunk);
             uint64_t room = p.in_size - (t & p.in_mask);
-            if ((kind & 0xff) == kSmall) {
-                const uint32_t mask = kind >> 8;
-                const uint8_t* w = r + kSmallWords;
-                if (mask == 0 || mask > 0xff ||
-                    kSmallWords + 8 * uint64_t(__builtin_popcount(mask)) + chunk > kLine ||
-                    p.rx_active)
-                    return corrupt(p, "bad small record");
-                alignas(8) uint8_t hdr[kHeaderSize];
-                for (unsigned k = 0; k < kHeaderSize / 8; ++k)
-                    if (mask & (1u << k)) {
-                        std::memcpy(hdr + 8 * k, w, 8);
-                        w += 8;
-                    } else {
-                        store64(hdr + 8 * k, 0);
-                    }
-                void* buf = sink.on_header(p.rank, hdr, chunk);
-                if (buf) {
-                    if (chunk) std::memcpy(buf, w, chunk);
-                    sink.on_frame(p.rank, hdr, buf, chunk);
-                } else {
-                    sink.on_frame(p.rank, hdr, w, chunk);
-                }
-                t += kLine;
-            } else if (kind == kPad) {
+            if (kind == kPad) {
                 t += room;
             } else if (kind == kSingle) {
                 uint64_t rec = align64(kFramePrefix + chunk);

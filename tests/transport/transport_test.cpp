@@ -41,8 +41,8 @@ namespace {
 enum Tag : uint32_t { kData = 1, kAddr = 2, kPing = 3, kAck = 4 };
 
 // Header byte i >= 24 of frame seq. Words 3-7 are zero where bit (word - 3) of seq % 37 is set,
-// so small frames (shm packs a header's non-zero words into one cache line with the payload)
-// come with every pattern of zero words, and some frames fit that record and some do not.
+// so headers come with every pattern of zero words, as core's do (an eager message uses 3-4 of
+// its 8 words): a transport that packed or compressed headers would be checked on all of them.
 uint8_t hdr_byte(uint64_t seq, size_t i) {
     return ((seq % 37) >> (i / 8 - 3)) & 1 ? 0 : uint8_t(seq * 7 + i);
 }
