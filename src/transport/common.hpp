@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "transport/transport.hpp"
 
@@ -53,6 +54,16 @@ struct OpQueue {
         }
         return op;
     }
+    // A send that will not happen (its peer failed or is not served here): on this completion
+    // list with ok = false.
+    void fail(SendOp* op) {
+        op->sent = kOpFailed;
+        push(op);
+    }
+    // The same for every op of `q` (q becomes empty).
+    void fail_all(OpQueue& q) {
+        while (SendOp* op = q.pop()) fail(op);
+    }
     // Append all of `o` (o becomes empty).
     void splice(OpQueue& o) {
         if (o.empty()) return;
@@ -64,6 +75,16 @@ struct OpQueue {
         o.head = o.tail = nullptr;
     }
 };
+
+// The record of `peer` when this transport serves it and it has not failed, else nullptr: where
+// try_send answers `failed` and post_send fails the op. P: a transport's peer record, with
+// `state` and the value P::ok.
+template <class P>
+P* live_peer(const std::vector<P*>& peers, int peer) {
+    if (unsigned(peer) >= peers.size()) return nullptr;
+    P* p = peers[size_t(peer)];
+    return p && p->state == P::ok ? p : nullptr;
+}
 
 // Calls on_complete for every op in `q` (popping each before its callback, so a callback may post
 // new sends). Returns the number completed.

@@ -87,8 +87,7 @@ public:
 
     void post_send(int peer, SendOp* op) override {
         if (peer != rank_) {
-            op->sent = detail::kOpFailed;
-            failed_.push(op);
+            failed_.fail(op);
         } else {
             q_.push_back(Entry{nullptr, op});
         }

@@ -216,9 +216,9 @@ public:
     void finalize() override;
 
     SendResult try_send(int peer, const uint8_t* hdr, const void* payload, uint64_t len) override {
-        if (unsigned(peer) >= peers_.size() || !peers_[peer]) return SendResult::failed;
-        Peer& p = *peers_[peer];
-        if (p.state != Peer::ok) return SendResult::failed;
+        Peer* pp = detail::live_peer(peers_, peer);
+        if (!pp) return SendResult::failed;
+        Peer& p = *pp;
         if (!p.q.empty() || len > max_inline_) return SendResult::would_block;
         Slot s;
         if (!reserve(p, align64(kFramePrefix + len), s)) return SendResult::would_block;
@@ -230,12 +230,9 @@ public:
 
     void post_send(int peer, SendOp* op) override {
         op->sent = 0;
-        if (unsigned(peer) >= peers_.size() || !peers_[peer] || peers_[peer]->state != Peer::ok) {
-            op->sent = detail::kOpFailed;
-            done_.push(op);
-            return;
-        }
-        Peer& p = *peers_[peer];
+        Peer* pp = detail::live_peer(peers_, peer);
+        if (!pp) return done_.fail(op);
+        Peer& p = *pp;
         bool was_empty = p.q.empty();
         p.q.push(op);
         if (was_empty) {
@@ -568,10 +565,7 @@ private:
         p.why = std::move(why);
         if (!p.q.empty()) {
             --nqueued_;
-            while (SendOp* op = p.q.pop()) {
-                op->sent = detail::kOpFailed;
-                done_.push(op);
-            }
+            done_.fail_all(p.q);
         }
         p.cur_started = false;
         if (report) report_.push_back(&p);

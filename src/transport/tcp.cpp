@@ -184,9 +184,9 @@ public:
     }
 
     SendResult try_send(int peer, const uint8_t* hdr, const void* payload, uint64_t len) override {
-        if (unsigned(peer) >= peers_.size() || !peers_[peer]) return SendResult::failed;
-        Peer& p = *peers_[peer];
-        if (p.state != Peer::ok) return SendResult::failed;
+        Peer* pp = detail::live_peer(peers_, peer);
+        if (!pp) return SendResult::failed;
+        Peer& p = *pp;
         if (len > max_inline_ || !p.q.empty()) return SendResult::would_block;
         if (!p.tx && !choose_tx(p)) return SendResult::failed;
         Conn& c = *p.tx;
@@ -239,12 +239,9 @@ public:
 
     void post_send(int peer, SendOp* op) override {
         op->sent = 0;
-        if (unsigned(peer) >= peers_.size() || !peers_[peer] || peers_[peer]->state != Peer::ok) {
-            op->sent = detail::kOpFailed;
-            done_.push(op);
-            return;
-        }
-        Peer& p = *peers_[peer];
+        Peer* pp = detail::live_peer(peers_, peer);
+        if (!pp) return done_.fail(op);
+        Peer& p = *pp;
         p.q.push(op);
         if (!p.tx && !choose_tx(p)) return;  // failed: op is on done_
         if (!p.tx->connecting && !p.tx->want_out) flush(p);
@@ -768,10 +765,7 @@ private:
     }
 
     void fail_ops(Peer& p) {
-        while (SendOp* op = p.q.pop()) {
-            op->sent = detail::kOpFailed;
-            done_.push(op);
-        }
+        done_.fail_all(p.q);
     }
 
     void fail_peer(Peer& p, const std::string& why) {
