@@ -52,7 +52,9 @@ static base::Tunable<std::string> t_stripe(
     "so that one transfer uses every lane and a lane slowed by loss carries less. on, off, or "
     "auto: when the connection's congestion control is loss-based (cubic, reno; not BBR, where "
     "one connection already fills a lossy path and striping only puts the transfer on the "
-    "other streams' lanes). Only messages of at least lanes x WANMPI_WAN_FRAGMENT bytes.",
+    "other streams' lanes). Only messages of at least lanes x WANMPI_WAN_FRAGMENT bytes, and "
+    "never during a rate-managed collective (WANMPI_WAN_RATE): each lane of a peer is paced to "
+    "the peer's whole part of the link there, so striping would overrun it.",
     base::Level::tuner);
 
 Status parse_stripe(const std::string& text, Stripe* out) {
