@@ -75,7 +75,7 @@ uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
         return p.route[wanlink::lane_of(h.ctx, h.tag, p.k())];
     case F_CTS: {
         auto it = p.firsts.find(h.sreq);
-        return it != p.firsts.end() ? it->second.lane : 0;
+        return it != p.firsts.end() ? answer_lane_of(p, it->second.lane) : 0;
     }
     case F_DATA: {
         auto it = p.long_sends.find(h.rreq);
@@ -84,7 +84,7 @@ uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
     case F_SYNC_ACK:
     case F_CANCEL_RESP: {
         auto it = p.answer_lane.find(h.sreq);
-        return it != p.answer_lane.end() ? it->second : 0;
+        return it != p.answer_lane.end() ? answer_lane_of(p, it->second) : 0;
     }
     default:
         return 0;

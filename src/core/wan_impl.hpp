@@ -687,6 +687,16 @@ private:
                 return false;
         return true;
     }
+    // The lane that carries the answers (SYNCACK, CANCELYES/NO) to a message that came on
+    // lane `in`: the next lane in use, all answers to one message on the same one, so they
+    // keep their order. Not `in` itself: that connection carries the same (communicator, tag)
+    // stream the other way, and in a collective the answering rank's own block to the asker
+    // is on it, an eager block being one IMPI packet that nothing passes: a SYNCACK waited
+    // behind up to IMPI_C_DATALEN bytes at the paced rate, and the asker's long block waited
+    // for it (rate-managed Alltoallv of 0.25-1.75 MiB per pair: 1.5x the bound).
+    uint8_t answer_lane_of(const Peer& p, uint8_t in) const {
+        return p.k() > 1 ? p.route[(in + 1u) % p.k()] : 0;
+    }
     // Whether granted DATA of this frame is striped (WANMPI_WAN_STRIPE), and the bookkeeping
     // when one of its cuts has been written.
     bool stripe_now(const Peer& p, Lane& l, const Bulk& b);
