@@ -4,7 +4,7 @@
 # and Open MPI on the same sites as the reference (and what it does across a private cluster).
 #
 #   sudo bench/compare-relay.sh [--build DIR] [--runs N] [--lat-runs N] [--quick] [--no-openmpi]
-#                               [--keep] [--plot PNG]
+#                               [--keep] [--plot PNG] [--floor-only]
 #
 #   --build DIR    wanmpi build tree (default <repo>/build): bin/wanemu, mpirun, impi-server,
 #                  impi-relay, bench/bench_relay_kernels (ninja bench_relay_kernels)
@@ -16,6 +16,8 @@
 #   --plot PNG     where the trunking run's monitor plot goes (default: none; the docs use
 #                  docs/img/relay-trunks.png)
 #   --keep         keep the temporary directory (binaries, raw outputs, monitor CSV, relay logs)
+#   --floor-only   only A's plain-TCP floor (no MPI; needs only bin/wanemu): the latency lines
+#                  --lat-runs times and the 64 MiB lines --runs times, then the report of them
 #
 # Program: bench/relay_kernels.c for both MPIs.
 #
@@ -28,8 +30,16 @@
 #       (WANMPI_IMPI_RELAY_SPIN_US=0 and 200, passed by wanmpi-sites to the relay; the default
 #       on a host with < 4 CPUs is 0). Plain-TCP floor: wan_tcp_pingpong c1h1 -> c0h1 directly
 #       and through a minimal user-space TCP forwarder (two blocking threads) on c3h0 from
-#       c3h1 -> c0h1: what any user-space hop costs on this machine.
-#    b. after `wanemu set all delay=1ms`: 64 MiB one way (median of 3 in a job), direct vs P-G,
+#       c3h1 -> c0h1: what any user-space hop costs on this machine; and through the in-kernel
+#       forwarder bench/tcp_kfwd.c on c3h0 (sockhash + sk_skb verdict program: no process on
+#       the data path), in its two attach modes: verdict alone, and stream parser + verdict
+#       (the strparser path an IMPI-framing relay would need; docs/design/relay-kernel-path.md).
+#       The four floor lines run in a different order in each run (rotated), so drift and
+#       other engineers' load spread over them; reported: median of the jobs' medians and the
+#       median of the per-run differences to direct.
+#    b. after `wanemu set all delay=1ms`: plain TCP, 64 MiB each way (wan_tcp_pingpong -s 64M,
+#       1 warm-up + 3 timed round trips, median) direct, through tcp_fwd and through tcp_kfwd
+#       (both modes); then wanmpi 64 MiB one way (median of 3 in a job), direct vs P-G,
 #       with and without splice, and P-P: 2 ranks per cluster, world ranks 1 and 3 (host 1 of
 #       each cluster) measure, 0 and 2 wait (wanmpi's waiting ranks block).
 #    e. Open MPI direct (c0h1-c1h1) for a and b (with mpi_yield_when_idle 1: spinning ranks on 2
@@ -64,6 +74,7 @@ QUICK=0
 OMPI=1
 KEEP=0
 PLOT=
+FLOOR=0
 while [ $# -gt 0 ]; do
     case $1 in
         --build) BUILD=$(cd "$2" && pwd) || exit 2; shift 2 ;;
@@ -73,7 +84,8 @@ while [ $# -gt 0 ]; do
         --no-openmpi) OMPI=0; shift ;;
         --plot) PLOT=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --floor-only) FLOOR=1; OMPI=0; shift ;;
+        -h|--help) sed -n '2,68p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare-relay.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -85,8 +97,12 @@ BENCH_NAME=compare-relay.sh
 W=$BUILD/bin/wanemu
 SITES=$ROOT/tools/wanmpi-sites/wanmpi-sites
 KERN=$BUILD/bench/bench_relay_kernels
-wan_prereq "wanemu mpirun impi-server impi-relay bench_relay_kernels" \
-    "$W" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server" "$BUILD/bin/impi-relay" "$KERN"
+if [ $FLOOR = 1 ]; then
+    wan_prereq wanemu "$W"
+else
+    wan_prereq "wanemu mpirun impi-server impi-relay bench_relay_kernels" \
+        "$W" "$BUILD/bin/mpirun" "$BUILD/bin/impi-server" "$BUILD/bin/impi-relay" "$KERN"
+fi
 
 RA=rla$$
 RC=rlc$$
@@ -138,6 +154,8 @@ int main(int argc, char **argv) {
 EOF
 cc -O2 -Wall -pthread -o "$TMP/tcp_fwd" "$TMP/tcp_fwd.c" 2>>"$TMP/build.log" ||
     die "building tcp_fwd failed: $(cat "$TMP/build.log")"
+cc -O2 -Wall -pthread -o "$TMP/tcp_kfwd" "$ROOT/bench/tcp_kfwd.c" 2>>"$TMP/build.log" ||
+    die "building tcp_kfwd failed: $(cat "$TMP/build.log")"
 if [ $OMPI = 1 ]; then
     mpicc.openmpi -O2 -o "$TMP/relay_kernels.openmpi" "$ROOT/bench/relay_kernels.c" 2>>"$TMP/build.log" ||
         die "building relay_kernels with mpicc.openmpi failed: $(cat "$TMP/build.log")"
@@ -184,17 +202,42 @@ T0=$(date +%s)
 say "A: sites up ($RA): 4 clusters x 2 hosts, c2 c3 private, 1 Gbit/s, 0 ms, MTU 9000"
 c0h1=$(addr "$RA" c0h1 public)
 c3h0p=$(addr "$RA" c3h0 private)
+# floor KIND OUT ARGS...: one plain-TCP ping-pong (wan_tcp_pingpong ARGS) to c0h1, KIND = direct
+# (from c1h1), fwd (from c3h1 through tcp_fwd on c3h0), kfwd / kparser (from c3h1 through
+# tcp_kfwd -m verdict / parser on c3h0; its own report of the pair goes to OUT.fwd)
+floor() {
+    local kind=$1 out=$2 fw
+    shift 2
+    WANEMU_RUN=$RA "$W" exec c0h1 -- timeout 120 "$TMP/wan_tcp_pingpong" server -p 5599 >/dev/null 2>&1 &
+    if [ "$kind" = direct ]; then
+        WANEMU_RUN=$RA "$W" exec c1h1 -- timeout 120 "$TMP/wan_tcp_pingpong" client "$c0h1:5599" "$@" >"$out" 2>&1
+    else
+        case $kind in
+            fwd) fw=("$TMP/tcp_fwd") ;;
+            kfwd) fw=("$TMP/tcp_kfwd" -m verdict) ;;
+            kparser) fw=("$TMP/tcp_kfwd" -m parser) ;;
+        esac
+        WANEMU_RUN=$RA "$W" exec c3h0 -- timeout 120 "${fw[@]}" "$c3h0p" 5600 "$c0h1" 5599 >"$out.fwd" 2>&1 &
+        sleep 0.3
+        WANEMU_RUN=$RA "$W" exec c3h1 -- timeout 120 "$TMP/wan_tcp_pingpong" client "$c3h0p:5600" "$@" >"$out" 2>&1
+    fi
+    wait
+}
+FLOORS=(direct fwd kfwd kparser)
+# floors R PREFIX ARGS...: the four floor lines, in an order rotated by run R
+floors() {
+    local r=$1 pre=$2 k i
+    shift 2
+    for i in 0 1 2 3; do
+        k=${FLOORS[$(( (i + r) % 4 ))]}
+        floor "$k" "$TMP/$pre.$k.$r" "$@"
+    done
+}
 for r in $(seq 1 "$LRUNS"); do
     say "A: latency, run $r of $LRUNS"
-    # TCP floors: direct c1h1 -> c0h1, and c3h1 -> tcp_fwd on c3h0 -> c0h1
-    WANEMU_RUN=$RA "$W" exec c0h1 -- timeout 60 "$TMP/wan_tcp_pingpong" server -p 5599 >/dev/null 2>&1 &
-    WANEMU_RUN=$RA "$W" exec c1h1 -- "$TMP/wan_tcp_pingpong" client "$c0h1:5599" -n $LATN >"$TMP/tcp.direct.$r" 2>&1
-    wait
-    WANEMU_RUN=$RA "$W" exec c0h1 -- timeout 60 "$TMP/wan_tcp_pingpong" server -p 5599 >/dev/null 2>&1 &
-    WANEMU_RUN=$RA "$W" exec c3h0 -- timeout 60 "$TMP/tcp_fwd" "$c3h0p" 5600 "$c0h1" 5599 >/dev/null 2>&1 &
-    sleep 0.3
-    WANEMU_RUN=$RA "$W" exec c3h1 -- "$TMP/wan_tcp_pingpong" client "$c3h0p:5600" -n $LATN >"$TMP/tcp.fwd.$r" 2>&1
-    wait
+    # TCP floors: direct c1h1 -> c0h1, and c3h1 -> tcp_fwd / tcp_kfwd on c3h0 -> c0h1
+    floors "$r" tcp -n $LATN
+    [ $FLOOR = 1 ] && continue
     # one rank per cluster on its compute host (h1); the relay alone on the front-end c3h0
     wk "$RA" "$TMP/lat.direct" c0,c1 1 --compute-only -- -t lat -a 0 -p 1 -l $LATN
     WANMPI_IMPI_RELAY_SPIN_US=0 wk "$RA" "$TMP/lat.pg" c0,c3 1 --compute-only -- -t lat -a 0 -p 1 -l $LATN
@@ -205,6 +248,11 @@ for r in $(seq 1 "$RUNS"); do
 done
 "$W" set --name "$RA" all delay=1ms >/dev/null || die "wanemu set delay=1ms failed"
 for r in $(seq 1 "$RUNS"); do
+    say "A: 1 ms, plain TCP ${BWM} MiB each way, run $r of $RUNS"
+    floors "$r" tcpbw -s $((BWM << 20)) -n 3 -w 1
+done
+for r in $(seq 1 "$RUNS"); do
+    [ $FLOOR = 1 ] && break
     say "A: 1 ms, ${BWM} MiB one way, run $r of $RUNS"
     wk "$RA" "$TMP/bw.direct" c0,c1 2 -- -t bw -a 1 -p 3 -M $BWM -r $BWR
     wk "$RA" "$TMP/bw.pg" c0,c3 2 -- -t bw -a 1 -p 3 -M $BWM -r $BWR
@@ -224,6 +272,53 @@ if [ $OMPI = 1 ]; then
     echo "rc=$? seconds=$(awk -v s="$s" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')" >>"$TMP/ompi.private.c3h0"
 fi
 "$W" down --name "$RA" >/dev/null 2>&1
+
+# floor_report: A's plain-TCP floor lines (latency and 64 MiB), with the in-kernel forwarder's
+# own account of each job (bytes through user space should be 0, both directions closed cleanly)
+floor_report() {
+    local k r lbl vals m d pm
+    lat() { awk '$1 == "tcp_lat_us" { print $2 }' "$1" 2>/dev/null; }
+    echo "plain TCP floor (no MPI) to c0h1, 1 Gbit/s, MTU 9000; direct from c1h1, the forwarders on c3h0"
+    echo "from c3h1; load average now $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+    echo "  1-byte half round trip, 0 ms, median of $LATN per job, $LRUNS job(s) per line, order rotated per run;"
+    echo "  added = median - direct's median; paired = median over runs of (this run - direct's run)"
+    printf '  %-40s %7s %7s %7s  %s\n' "" "us" added paired "single jobs (us)"
+    for k in "${FLOORS[@]}"; do
+        case $k in
+            direct) lbl="direct" ;; fwd) lbl="user-space forwarder (2 threads)" ;;
+            kfwd) lbl="in-kernel forwarder, sk_skb verdict" ;;
+            kparser) lbl="in-kernel, stream parser + verdict" ;;
+        esac
+        vals=$(for r in $(seq 1 "$LRUNS"); do lat "$TMP/tcp.$k.$r"; done)
+        m=$(echo "$vals" | median)
+        d=$(for r in $(seq 1 "$LRUNS"); do lat "$TMP/tcp.direct.$r"; done | median)
+        pm=$(for r in $(seq 1 "$LRUNS"); do paste <(lat "$TMP/tcp.$k.$r") <(lat "$TMP/tcp.direct.$r"); done |
+            awk 'NF == 2 { print $1 - $2 }' | median)
+        awk -v l="$lbl" -v m="$m" -v d="$d" -v pm="$pm" -v all="$(echo $vals)" 'BEGIN {
+            printf "  %-40s %7s %7s %7s  %s\n", l, m, (m == "n/a" || d == "n/a") ? "n/a" : sprintf("%+.1f", m - d),
+                pm == "n/a" ? "n/a" : sprintf("%+.1f", pm), all }'
+    done
+    echo "  ${BWM} MiB each way, 1 ms (${BWM} MiB / half round trip, median of 3 per job, $RUNS job(s)); MB/s"
+    for k in "${FLOORS[@]}"; do
+        for r in $(seq 1 "$RUNS"); do lat "$TMP/tcpbw.$k.$r"; done | median |
+            awk -v k="$k" -v b=$((BWM << 20)) -v d="$(for r in $(seq 1 "$RUNS"); do lat "$TMP/tcpbw.direct.$r"; done | median)" '
+                { if ($1 == "n/a") { printf "  %-10s n/a\n", k; next }
+                  printf "  %-10s %8.1f MB/s", k, b / $1; if (d != "n/a") printf "  (%.3f of direct)", d / $1; printf "\n" }'
+    done
+    for k in kfwd kparser; do
+        echo "  tcp_kfwd -m $([ $k = kfwd ] && echo verdict || echo parser): $(cat "$TMP"/tcp*."$k".*.fwd 2>/dev/null | grep -c 'both directions ended cleanly; .*through user space 0 + 0') of" \
+             "$(ls "$TMP"/tcp*."$k".*.fwd 2>/dev/null | wc -l) jobs closed cleanly both ways with 0 bytes through user space"
+        grep -h -v 'both directions ended cleanly; .*through user space 0 + 0' "$TMP"/tcp*."$k".*.fwd 2>/dev/null | sed 's/^/    /' | head -5
+    done
+}
+if [ $FLOOR = 1 ]; then
+    say "load after: $(uptime) ($(( $(date +%s) - T0 )) s)"
+    echo
+    floor_report
+    echo
+    echo "  (raw outputs: $TMP $([ $KEEP = 1 ] || echo '(removed; --keep keeps them)'))"
+    exit 0
+fi
 
 # ==== C: trunking =================================================================================
 CUP=(--clusters 3 --hosts 12 --private c1 --frontends 4 --nic 100mbit --rate 1gbit --delay 1ms --mtu 9000)
@@ -328,6 +423,8 @@ awk -v d="$ld" -v g="$lg" -v s="$lsp" -v td="$tcp_d" -v tf="$tcp_f" -v o="$lo" '
     if (s != "n/a") printf "  added by one relay, spin 200 (P-G - direct) = %+.1f us; target <= 10 us: %s\n", s - d, (s - d <= 10) ? "met" : "NOT met"
     if (td != "n/a" && tf != "n/a") printf "  any user-space forwarder (plain TCP): %+.1f us\n", tf - td
     if (o != "n/a") printf "  wanmpi direct / Open MPI direct = %.2f\n", d / o }'
+echo
+floor_report
 echo
 bd=$(med bw MBps "$TMP/bw.direct"); bg=$(med bw MBps "$TMP/bw.pg"); bg0=$(med bw MBps "$TMP/bw.pg0")
 bp=$(med bw MBps "$TMP/bw.pp"); bo=n/a; [ $OMPI = 1 ] && bo=$(med bw MBps "$TMP/bw.ompi")

@@ -1,9 +1,9 @@
 /* wan_tcp_pingpong: plain TCP ping-pong between two hosts (two wanemu namespaces), the floor an
  * MPI ping-pong across the same link is compared with (bench/compare-wan.sh).
  *   wan_tcp_pingpong server [-p PORT]                 echoes; exits after one client
- *   wan_tcp_pingpong client HOST[:PORT] [-n ITERS] [-s BYTES] [-t CONNECT_TIMEOUT_S]
+ *   wan_tcp_pingpong client HOST[:PORT] [-n ITERS] [-s BYTES] [-t CONNECT_TIMEOUT_S] [-w WARMUP]
  * TCP_NODELAY on both sides; the client retries the connect until the server listens, times
- * every round trip after 5 warm-up ones and prints
+ * every round trip after WARMUP (default 5) warm-up ones and prints
  *   "tcp_lat_us <median half round trip> us  # <bytes> B, median of <iters>". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -54,13 +54,13 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int one = 1, port = 5599, iters = 200, i;
+    int one = 1, port = 5599, iters = 200, warmup = 5, i;
     long size = 1;
     double timeout = 10;
     char host[256] = "";
     if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
         fprintf(stderr, "usage: wan_tcp_pingpong server [-p PORT] | client HOST[:PORT] [-n ITERS]"
-                        " [-s BYTES] [-t TIMEOUT_S]\n");
+                        " [-s BYTES] [-t TIMEOUT_S] [-w WARMUP]\n");
         return 2;
     }
     i = 2;
@@ -84,10 +84,12 @@ int main(int argc, char **argv)
             size = atol(argv[++i]);
         else if (!strcmp(argv[i], "-t") && i + 1 < argc)
             timeout = atof(argv[++i]);
+        else if (!strcmp(argv[i], "-w") && i + 1 < argc)
+            warmup = atoi(argv[++i]);
         else
             return 2;
     }
-    if (iters < 1 || size < 1)
+    if (iters < 1 || size < 1 || warmup < 0)
         return 2;
     unsigned char *buf = calloc((size_t)size, 1);
     if (!strcmp(argv[1], "server")) {
@@ -142,7 +144,7 @@ int main(int argc, char **argv)
         if (xfer(fd, &n, 4, 1) < 0)
             die("write");
         v = malloc(sizeof(double) * (size_t)iters);
-        for (i = -5; i < iters; i++) {
+        for (i = -warmup; i < iters; i++) {
             double t = now_s();
             if (xfer(fd, buf, (size_t)size, 1) < 0 || xfer(fd, buf, (size_t)size, 0) < 0)
                 die("ping-pong");
