@@ -8,8 +8,9 @@
  *       each socket's bytes to the other's egress until both sides have closed; exits 0.
  *   tcp_kfwd --selftest [-m MODE] [-M MiB]
  *       loopback, no namespaces: echo server, forwarder (a child process) and a client that
- *       checks every byte and both directions' EOF; prints " No Errors" and exits 0, or says
- *       what went wrong and exits 1. Needs CAP_BPF + CAP_NET_ADMIN (root).
+ *       checks every byte and both directions' EOF; then a client that aborts (RST), which the
+ *       server must see as a reset; prints " No Errors" and exits 0, or says what went wrong
+ *       and exits 1. Needs CAP_BPF + CAP_NET_ADMIN (root).
  *
  * No libbpf: the programs are BPF instructions written out below and loaded with bpf(2), so
  * nothing beyond the kernel headers of Debian 12 is needed (kernel >= 5.13 for -m verdict).
@@ -40,7 +41,8 @@
  *   waits until B's TCP byte counters (bytes acked + SIOCOUTQ) have grown by everything that A
  *   received (TCP_INFO tcpi_bytes_received, which counts the FIN as one) minus what went through
  *   user space, then shuts B down for writing. A reset or any other error on either socket
- *   (read() < 0: ECONNRESET, or EPIPE that the psock worker sets when a send fails) ends both. */
+ *   (read() < 0: ECONNRESET, or EPIPE that the psock worker sets when a send fails) resets
+ *   both (SO_LINGER 0), so that the far side does not take an abort for a clean end. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -332,6 +334,11 @@ static int kfwd_pair(struct kfwd *k, int s[2], int verbose)
                 (unsigned long long)(received_on(s[1]) - base_rx[1] - user[1] - (uint64_t)done[1]),
                 (unsigned long long)user[0], (unsigned long long)user[1], eof_at[0], eof_at[1]);
     close(ep);
+    if (err) { /* pass the abort on as an abort (RST), not as a clean end (FIN) */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        for (int i = 0; i < 2; ++i)
+            setsockopt(s[i], SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
     close(s[0]);
     close(s[1]);
     return err;
@@ -404,23 +411,11 @@ static void *read_back(void *arg)
     return NULL;
 }
 
-static int selftest(const char *mode, long mib)
+static pid_t forwarder(const char *mode, int lf, int sport)
 {
-    if (geteuid() != 0) {
-        printf("tcp_kfwd: selftest skipped: needs root (BPF maps and programs)\n");
-        return 77; /* ctest's SKIP_RETURN_CODE */
-    }
-    int ls = listen_on("127.0.0.1", 0), lf = listen_on("127.0.0.1", 0);
-    struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    getsockname(ls, (struct sockaddr *)&a, &al);
-    int sport = ntohs(a.sin_port);
-    al = sizeof a;
-    getsockname(lf, (struct sockaddr *)&a, &al);
-    int fport = ntohs(a.sin_port);
     pid_t fw = fork();
     if (fw == 0) { /* the forwarder, as run for real; it dials the server after a delay so
-                    * that the client's first bytes wait in the receive queue (the kick) */
+                    * that the client's first bytes wait in the receive queue */
         struct kfwd k;
         kfwd_setup(&k, mode);
         int s[2];
@@ -430,6 +425,62 @@ static int selftest(const char *mode, long mib)
         _exit(kfwd_pair(&k, s, getenv("TCP_KFWD_VERBOSE") ? 2 : 1));
     }
     close(lf);
+    return fw;
+}
+
+static int port_of(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
+    return ntohs(a.sin_port);
+}
+
+/* The client aborts (SO_LINGER 0: RST) an idle pair: the forwarder must notice, end with an
+ * error and reset the server's side too. Returns 0 if so. */
+static int selftest_reset(const char *mode, int ls)
+{
+    int lf = listen_on("127.0.0.1", 0), fport = port_of(lf);
+    pid_t fw = forwarder(mode, lf, port_of(ls));
+    int c = dial("127.0.0.1", fport), srv = accept(ls, NULL, NULL), st = 0, fail = 0;
+    char x = 'x';
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (write_all(c, &x, 1) < 0 || read(srv, &x, 1) != 1) {
+        fprintf(stderr, "tcp_kfwd: selftest (reset): the byte before the reset did not pass\n");
+        fail = 1;
+    }
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(c);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(srv, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = read(srv, &x, 1);
+    if (!(n < 0 && errno == ECONNRESET)) {
+        fprintf(stderr, "tcp_kfwd: selftest (reset): the server's read gave %zd (%s), not a reset\n",
+                n, n < 0 ? strerror(errno) : "no error");
+        fail = 1;
+    }
+    double until = now_s() + 5;
+    while (waitpid(fw, &st, WNOHANG) == 0 && now_s() < until)
+        usleep(1000);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 1) {
+        fprintf(stderr, "tcp_kfwd: selftest (reset): the forwarder did not end with an error "
+                        "(status 0x%x)\n", st);
+        kill(fw, SIGKILL);
+        waitpid(fw, &st, 0);
+        fail = 1;
+    }
+    close(srv);
+    return fail;
+}
+
+static int selftest(const char *mode, long mib)
+{
+    if (geteuid() != 0) {
+        printf("tcp_kfwd: selftest skipped: needs root (BPF maps and programs)\n");
+        return 77; /* ctest's SKIP_RETURN_CODE */
+    }
+    int ls = listen_on("127.0.0.1", 0), lf = listen_on("127.0.0.1", 0), fport = port_of(lf);
+    pid_t fw = forwarder(mode, lf, port_of(ls));
     int c = dial("127.0.0.1", fport), one = 1;
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     /* the first chunk is a ping, sent while the forwarder sleeps: it waits in the accepted
@@ -492,10 +543,10 @@ static int selftest(const char *mode, long mib)
         fprintf(stderr, "tcp_kfwd: selftest: the forwarder failed (status 0x%x)\n", st);
         fail = 1;
     }
-    if (fail)
+    if (fail || selftest_reset(mode, ls))
         return 1;
-    printf("tcp_kfwd: selftest (%s): %ld MiB each way intact, EOF both ways, %.0f MB/s echo\n",
-           mode, mib, 2.0 * (double)total / dt / 1e6);
+    printf("tcp_kfwd: selftest (%s): %ld MiB each way intact, EOF both ways, %.0f MB/s echo; "
+           "a reset passed on as a reset\n", mode, mib, 2.0 * (double)total / dt / 1e6);
     printf(" No Errors\n");
     return 0;
 }
