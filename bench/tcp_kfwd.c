@@ -119,6 +119,18 @@ static int load_prog(const struct bpf_insn *insn, size_t n, const char *name)
     return fd;
 }
 
+/* programs attach to the map: every socket put in it gets them */
+static void attach(int map, int prog, enum bpf_attach_type type, const char *what)
+{
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.target_fd = (uint32_t)map;
+    a.attach_bpf_fd = (uint32_t)prog;
+    a.attach_type = type;
+    if (sys_bpf(BPF_PROG_ATTACH, &a) < 0)
+        die(what);
+}
+
 /* The sockhash and its programs; the sockets are added by kfwd_pair(). */
 struct kfwd {
     int map, verdict, parser;
@@ -171,23 +183,13 @@ static void kfwd_setup(struct kfwd *k, const char *mode)
             EXIT(),
         };
         k->parser = load_prog(parser, 2, "kfwd_parser");
-        memset(&a, 0, sizeof a);
-        a.target_fd = (uint32_t)k->map;
-        a.attach_bpf_fd = (uint32_t)k->parser;
-        a.attach_type = BPF_SK_SKB_STREAM_PARSER;
-        if (sys_bpf(BPF_PROG_ATTACH, &a) < 0)
-            die("attaching the stream parser");
+        attach(k->map, k->parser, BPF_SK_SKB_STREAM_PARSER, "attaching the stream parser");
         vt = BPF_SK_SKB_STREAM_VERDICT;
     } else if (strcmp(mode, "verdict")) {
         fprintf(stderr, "tcp_kfwd: unknown mode %s (verdict or parser)\n", mode);
         exit(2);
     }
-    memset(&a, 0, sizeof a);
-    a.target_fd = (uint32_t)k->map;
-    a.attach_bpf_fd = (uint32_t)k->verdict;
-    a.attach_type = vt;
-    if (sys_bpf(BPF_PROG_ATTACH, &a) < 0)
-        die("attaching the verdict program");
+    attach(k->map, k->verdict, vt, "attaching the verdict program");
 }
 
 static uint64_t cookie_of(int fd)
