@@ -31,7 +31,8 @@
  *   packets a relay has read ahead) sit in its TCP receive queue: on 6.18 the insertion runs
  *   the verdict on them, in order (the --selftest's first byte waits 50 ms in the queue, and
  *   comes back through the kernel path, not through user space). Were that not so, a
- *   setsockopt(SO_RCVLOWAT) after the insertion calls tcp_data_ready() and so the verdict.
+ *   setsockopt(SO_RCVLOWAT) after the insertion, which calls tcp_data_ready(), should run the
+ *   verdict (untested: not needed on 6.18).
  * - EOF: the kernel does not forward a FIN (the verdict drops the empty skb that carries it,
  *   see there). The sockets stay ordinary to poll(): a FIN on A gives EPOLLIN|EPOLLRDHUP
  *   (seen: events 0x2011 with EPOLLHUP once both ways are shut) and read() returns 0, so this
