@@ -26,21 +26,23 @@ using core::raise;
 
 const char* fname() { return core::t_api_name ? core::t_api_name : "collective"; }
 
-// Looks the communicator up; on failure returns the raised error in *rc. Scan and Exscan
-// (`intra_only`) are not defined on intercommunicators.
-Comm* comm_of(MPI_Comm h, int* rc, bool intra_only = false) {
-    Comm* c = core::comm_lookup(h);
-    if (!c) {
+// comm_of's failures (kept out of line: comm_of runs on every call).
+[[gnu::cold, gnu::noinline]] Comm* comm_error(MPI_Comm h, Comm* c, int* rc) {
+    if (!c)
         *rc = raise(nullptr, make_error(MPI_ERR_COMM, "%s: invalid communicator 0x%x", fname(),
                                         unsigned(h)));
-        return nullptr;
-    }
-    if (c->inter && intra_only) {
+    else
         *rc = raise(c, make_error(MPI_ERR_COMM,
                                   "%s on intercommunicator %s: defined on intracommunicators only",
                                   fname(), c->name.c_str()));
-        return nullptr;
-    }
+    return nullptr;
+}
+
+// Looks the communicator up; on failure returns the raised error in *rc. Scan and Exscan
+// (`intra_only`) are not defined on intercommunicators.
+inline Comm* comm_of(MPI_Comm h, int* rc, bool intra_only = false) {
+    Comm* c = core::comm_lookup(h);
+    if (__builtin_expect(!c || (c->inter && intra_only), 0)) return comm_error(h, c, rc);
     *rc = MPI_SUCCESS;
     return c;
 }
@@ -67,6 +69,11 @@ int chk_type(MPI_Datatype dt, const char* what) {
                           core::error_text(code).c_str());
     }
     return MPI_SUCCESS;
+}
+// chk_type that also hands back the type's facts: one lookup serves the check and the call.
+int chk_ty(MPI_Datatype dt, const char* what, Ty* out) {
+    *out = ty_of(dt);
+    return out->d ? MPI_SUCCESS : chk_type(dt, what);
 }
 int chk_root(const Comm* c, int root) {
     if (c->inter) {
@@ -151,6 +158,15 @@ int launch(Args& a, MPI_Request* req, Call call) {
     if (!m)
         return raise(c, make_error(MPI_ERR_UNSUPPORTED_OPERATION,
                                    "%s: no collective module for %s", fname(), c->name.c_str()));
+    // The lean dispatch of a blocking call: no rate phase on this communicator (modules_select
+    // made m->lean so), so straight to the implementing module's direct function. Small calls
+    // at small rank counts cost a few hundred instructions in all, and the general dispatch
+    // below (WanShare and WanPhase, the module walk) was a fifth of that.
+    const DirectFn lean = req ? nullptr : m->lean[int(a.kind)];
+    if (lean) {
+        int rc = lean(m->lean_mod[int(a.kind)], a);
+        if (rc != kDeclined) return rc == MPI_SUCCESS ? rc : raise(c, rc);
+    }
     // A blocking collective between clusters paces its WAN senders to their share of the link
     // for its duration (restored when it returns, whatever the outcome).
     core::WanShare share;
@@ -161,7 +177,7 @@ int launch(Args& a, MPI_Request* req, Call call) {
                 break;
             }
     core::WanPhase phase(share);
-    if (!req) {  // the module that implements the call may run it without a schedule
+    if (!req && !lean) {  // the module that implements the call may run it without a schedule
         Module* impl = m;
         while (impl && !impl->fn[int(a.kind)]) impl = impl->next;
         if (impl && impl->direct[int(a.kind)]) {
@@ -314,12 +330,13 @@ int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, v
     COMM(comm);
     if (call != Call::blocking) CHECK(chk_req(req));
     CHECK(no_in_place_inter(c, sbuf));
+    Args a;
     if (sbuf != MPI_IN_PLACE) {
         CHECK(chk_count(scount, "sendcount"));
-        CHECK(chk_type(stype, "sendtype"));
+        CHECK(chk_ty(stype, "sendtype", &a.st));
     }
     CHECK(no_in_place(rbuf, "receive buffer"));
-    CHECK(chk_type(rtype, "recvtype"));
+    CHECK(chk_ty(rtype, "recvtype", &a.rt));
     if (kind == Kind::allgatherv) {
         CHECK(chk_counts(rcounts, c->remote_size(), "recvcounts"));
         CHECK(chk_array(displs, "displs"));
@@ -327,7 +344,6 @@ int allgather(Kind kind, const void* sbuf, int64_t scount, MPI_Datatype stype, v
         CHECK(chk_count(rcount, "recvcount"));
         CHECK(not_aliased(sbuf, rbuf, rcount));
     }
-    Args a;
     a.kind = kind;
     a.comm = c;
     a.sbuf = sbuf;
@@ -351,25 +367,26 @@ int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, co
     CHECK(no_in_place(rbuf, "receive buffer"));
     CHECK(no_in_place_inter(c, sbuf));
     const bool in_place = sbuf == MPI_IN_PLACE;
+    Args a;
     switch (kind) {
     case Kind::alltoall:
         if (!in_place) {
             CHECK(chk_count(scount, "sendcount"));
-            CHECK(chk_type(stype, "sendtype"));
+            CHECK(chk_ty(stype, "sendtype", &a.st));
         }
         CHECK(chk_count(rcount, "recvcount"));
-        CHECK(chk_type(rtype, "recvtype"));
+        CHECK(chk_ty(rtype, "recvtype", &a.rt));
         CHECK(not_aliased(sbuf, rbuf, rcount));
         break;
     case Kind::alltoallv:
         if (!in_place) {
             CHECK(chk_counts(scounts, n, "sendcounts"));
             CHECK(chk_array(sdispls, "sdispls"));
-            CHECK(chk_type(stype, "sendtype"));
+            CHECK(chk_ty(stype, "sendtype", &a.st));
         }
         CHECK(chk_counts(rcounts, n, "recvcounts"));
         CHECK(chk_array(rdispls, "rdispls"));
-        CHECK(chk_type(rtype, "recvtype"));
+        CHECK(chk_ty(rtype, "recvtype", &a.rt));
         break;
     default:  // alltoallw
         if (!in_place) {
@@ -384,7 +401,6 @@ int alltoall(Kind kind, const void* sbuf, int64_t scount, const int* scounts, co
         for (int i = 0; i < n; ++i) CHECK(chk_type(rtypes[i], "recvtypes[i]"));
         break;
     }
-    Args a;
     a.kind = kind;
     a.comm = c;
     a.sbuf = sbuf;
@@ -419,7 +435,8 @@ int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int*
         CHECK(chk_count(count, kind == Kind::reduce_scatter_block ? "recvcount" : "count"));
         if (kind == Kind::reduce_scatter_block) total = count * n;
     }
-    CHECK(chk_type(dt, "datatype"));
+    Args a;
+    CHECK(chk_ty(dt, "datatype", &a.rt));
     const core::Op* o = nullptr;
     CHECK(chk_op(op, dt, &o));
     if (kind != Kind::reduce || role_of(c, root) == Role::member)
@@ -438,7 +455,6 @@ int reduction(Kind kind, const void* sbuf, void* rbuf, int64_t count, const int*
         CHECK(no_in_place(rbuf, "receive buffer"));
         CHECK(not_aliased(sbuf, rbuf, total));
     }
-    Args a;
     a.kind = kind;
     a.comm = c;
     a.sbuf = sbuf;

@@ -82,6 +82,12 @@ struct Module {
     // decides, for whichever module then builds the call. It may communicate inside the
     // caller's cluster (every rank of the cluster calls it for the same collective).
     void (*wan_share)(Module* m, const Args& a, core::WanShare* out) = nullptr;
+    // Filled by modules_of() in the chain's head only: per collective, the direct function of
+    // the module that implements it (lean_mod), when no module of the chain has a wan_share
+    // hook. A blocking call then goes straight there (api.cpp, launch) without the general
+    // dispatch (rate phase, module walk). nullptr: the general path.
+    DirectFn lean[kKinds] = {};
+    Module* lean_mod[kKinds] = {};
 };
 
 struct Component {
@@ -99,7 +105,10 @@ Module* make_module(const char* name, CollFn fn);
 void register_component(const Component* c);
 
 // The module chain of `comm`, selected on first use.
-Module* modules_of(core::Comm* comm);
+Module* modules_select(core::Comm* comm);
+inline Module* modules_of(core::Comm* comm) {
+    return comm->coll ? static_cast<Module*>(comm->coll) : modules_select(comm);
+}
 // Free the modules of `comm` (when the communicator is freed). Safe when none were selected.
 void coll_comm_release(core::Comm* comm);
 

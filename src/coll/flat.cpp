@@ -692,6 +692,13 @@ base::Tunable<int64_t> t_direct_max(
     "schedule when the data and the eager credit are there (0 = always build the schedule).",
     base::Level::tuner);
 
+// The algorithm a blocking call of this kind and size runs (forced or automatic).
+const Algo* algo_for(Kind k, int n, const Ctx& x) {
+    const Algo* al = forced(k);
+    if (al && !applicable(al, n, x)) al = nullptr;
+    return al ? al : choose(k, n, x);
+}
+
 // This rank's place in the broadcast tree: the parent (-1 at the root) and the children in the
 // order the schedule sends to them (bcast_linear, bcast_binomial). ok = false: no direct path.
 struct BcastPlan {
@@ -716,9 +723,7 @@ const BcastPlan& bcast_plan(int n, int r, int root, int64_t bytes, const Ty& t) 
     Ctx x;
     x.rt = t;
     x.bytes = bytes;
-    const Algo* al = forced(Kind::bcast);
-    if (al && !applicable(al, n, x)) al = nullptr;
-    if (!al) al = choose(Kind::bcast, n, x);
+    const Algo* al = algo_for(Kind::bcast, n, x);
     const int rr = (r - root + n) % n;
     if (al && al->build == w_bcast_linear && n <= 33) {
         p.ok = true;
@@ -779,7 +784,7 @@ struct Exchange {
 // wait 16 passes for its request.)
 bool exchange_done(void* p) {
     auto& x = *static_cast<Exchange*>(p);
-    const bool check = (x.checks++ & 15) == 0;
+    const bool check = (++x.checks & 15) == 0;  // not on the first call: the common "not yet"
     for (int i = 0; i < x.nr; ++i) {
         Exchange::Msg& m = x.recv[i];
         if (m.done) continue;
@@ -805,8 +810,7 @@ int run_exchange(Exchange& x, bool yield_ok) {
         if (int rc = core::send_now(x.c, x.ctx, m.peer, x.tag, m.buf, m.bytes, &sent)) return rc;
         if (!sent) break;
     }
-    x.left = x.nr;
-    for (int i = 0; i < x.nr; ++i) x.recv[i].done = false;
+    x.left = x.nr;  // (add() made every receive not done)
     if (first == x.ns) {
         if (!exchange_done(&x)) {
             core::poll();  // a transport's queue may hold it: one pass moves it along
@@ -830,11 +834,34 @@ void add(Exchange::Msg* v, int& k, int peer, const void* buf, int64_t count, con
               false};
 }
 
-// The algorithm a blocking call of this kind and size runs (forced or automatic).
-const Algo* algo_for(Kind k, int n, const Ctx& x) {
-    const Algo* al = forced(k);
-    if (al && !applicable(al, n, x)) al = nullptr;
-    return al ? al : choose(k, n, x);
+// algo_for() as the direct paths ask it, remembered per kind for the last (ranks, bytes,
+// commutativity): the choice depends on nothing else (choose(), applicable()), a loop of equal
+// calls is the common case, and working it out (forced, choose, pick) was ~120 instructions of
+// a ~2,000-instruction 8 B Alltoall.
+const Algo* algo_memo(Kind k, int n, int64_t bytes, bool commutative = true) {
+    struct Memo {
+        int n = -1;
+        bool commutative = false;
+        int64_t bytes = -1;
+        const Algo* al = nullptr;
+    };
+    static Memo memo[kKinds];
+    Memo& m = memo[int(k)];
+    if (m.n != n || m.bytes != bytes || m.commutative != commutative) {
+        Ctx x;
+        x.bytes = bytes;
+        x.commutative = commutative;
+        m = {n, commutative, bytes, algo_for(k, n, x)};
+    }
+    return m.al;
+}
+
+// An exchange of one call on `c`: its collective context and its tag (one per call, as
+// flat_build takes).
+void begin(Exchange& x, core::Comm* c) {
+    x.c = c;
+    x.ctx = c->ctx + 1;
+    x.tag = int(c->coll_seq++ & 0x3fffffff);
 }
 
 // Direct paths run small calls only (their messages go eager) on small communicators.
@@ -908,15 +935,12 @@ int flat_direct_barrier(Module*, const Args& a) {
     core::Comm* c = a.comm;
     const int n = c->size, r = c->rank;
     if (!direct_size_ok(n, 0)) return kDeclined;
-    Ctx cx;
-    const Algo* al = algo_for(Kind::barrier, n, cx);
+    const Algo* al = algo_memo(Kind::barrier, n, 0);
     // dissemination is the linear exchange at 2 ranks (one round, to and from the other rank)
     if (!(al->build == w_barrier_linear || (al->build == w_barrier && n == 2))) return kDeclined;
     Exchange x;
-    x.c = c;
-    x.ctx = c->ctx + 1;
-    x.tag = int(c->coll_seq++ & 0x3fffffff);
-    Ty t = ty_of(MPI_BYTE);
+    begin(x, c);
+    static const Ty t = ty_of(MPI_BYTE);
     for (int i = 1; i < n; ++i) add(x.recv, x.nr, (r - i + n) % n, nullptr, 0, t);
     for (int i = 1; i < n; ++i) add(x.send, x.ns, (r + i) % n, nullptr, 0, t);
     return run_exchange(x, true);
@@ -929,15 +953,9 @@ int flat_direct_allgather(Module*, const Args& a) {
     const int64_t bytes = a.rcount * a.rt.size;
     if (!direct_size_ok(n, bytes) || bytes <= 0 || !a.rt.contig) return kDeclined;
     if (!in_place && (!a.st.contig || a.scount * a.st.size != bytes)) return kDeclined;
-    Ctx cx;
-    cx.st = a.st;
-    cx.rt = a.rt;
-    cx.bytes = n * bytes;
-    if (algo_for(Kind::allgather, n, cx)->build != w_allgather_linear) return kDeclined;
+    if (algo_memo(Kind::allgather, n, n * bytes)->build != w_allgather_linear) return kDeclined;
     Exchange x;
-    x.c = c;
-    x.ctx = c->ctx + 1;
-    x.tag = int(c->coll_seq++ & 0x3fffffff);
+    begin(x, c);
     char* mine = at(a.rbuf, r * a.rcount, a.rt);
     if (!in_place) std::memcpy(mine, a.sbuf, size_t(bytes));
     for (int i = 1; i < n; ++i) {
@@ -948,7 +966,7 @@ int flat_direct_allgather(Module*, const Args& a) {
         if (!in_place) add(x.send, x.ns, (r + i) % n, a.sbuf, a.scount, a.st);
         else add(x.send, x.ns, (r + i) % n, mine, a.rcount, a.rt);
     }
-    return run_exchange(x, yield_size_ok(a, cx, n));
+    return run_exchange(x, n * bytes <= yield_max_bytes());  // as yield_size_ok()
 }
 
 int flat_direct_alltoall(Module*, const Args& a) {
@@ -958,15 +976,9 @@ int flat_direct_alltoall(Module*, const Args& a) {
     if (a.sbuf == MPI_IN_PLACE || !direct_size_ok(n, bytes) || bytes <= 0 || !a.rt.contig ||
         !a.st.contig || a.scount * a.st.size != bytes)
         return kDeclined;
-    Ctx cx;
-    cx.st = a.st;
-    cx.rt = a.rt;
-    cx.bytes = bytes;
-    if (algo_for(Kind::alltoall, n, cx)->build != w_a2a_linear) return kDeclined;
+    if (algo_memo(Kind::alltoall, n, bytes)->build != w_a2a_linear) return kDeclined;
     Exchange x;
-    x.c = c;
-    x.ctx = c->ctx + 1;
-    x.tag = int(c->coll_seq++ & 0x3fffffff);
+    begin(x, c);
     std::memcpy(at(a.rbuf, r * a.rcount, a.rt), at(a.sbuf, r * a.scount, a.st), size_t(bytes));
     for (int i = 1; i < n; ++i) {
         int p = (r - i + n) % n;
@@ -976,7 +988,7 @@ int flat_direct_alltoall(Module*, const Args& a) {
         int p = (r + i) % n;
         add(x.send, x.ns, p, at(a.sbuf, p * a.scount, a.st), a.scount, a.st);
     }
-    return run_exchange(x, yield_size_ok(a, cx, n));
+    return run_exchange(x, bytes <= yield_max_bytes());  // as yield_size_ok()
 }
 
 // out = x_0 (op) x_1 (op) ... (op) x_{n-1}, right to left as ordered_reduce (alg_direct.cpp)
@@ -994,16 +1006,12 @@ int flat_direct_allreduce(Module*, const Args& a) {
     // received vectors (and a copy of mine when in place) on the stack: 8-byte aligned pieces
     const int64_t slot = (bytes + 63) & ~int64_t(63);
     if (slot * n > 16384) return kDeclined;
-    Ctx cx;
-    cx.rt = a.rt;
-    cx.bytes = bytes;
-    cx.commutative = core::op_commutative(a.op);
-    if (algo_for(Kind::allreduce, n, cx)->build != w_allreduce_linear) return kDeclined;
+    if (algo_memo(Kind::allreduce, n, bytes, core::op_commutative(a.op))->build !=
+        w_allreduce_linear)
+        return kDeclined;
     alignas(64) char tmp[16384];
     Exchange x;
-    x.c = c;
-    x.ctx = c->ctx + 1;
-    x.tag = int(c->coll_seq++ & 0x3fffffff);
+    begin(x, c);
     const void* in = in_of(a);
     const void* src[kDirectPeers];
     for (int i = 1; i < n; ++i) {
@@ -1017,7 +1025,7 @@ int flat_direct_allreduce(Module*, const Args& a) {
         std::memcpy(tmp + slot * r, in, size_t(bytes));
         src[r] = tmp + slot * r;
     }
-    if (int rc = run_exchange(x, yield_size_ok(a, cx, n))) return rc;
+    if (int rc = run_exchange(x, bytes <= yield_max_bytes())) return rc;  // as yield_size_ok()
     if (src[n - 1] != a.rbuf) std::memcpy(a.rbuf, src[n - 1], size_t(bytes));
     for (int p = n - 1; p-- > 0;)
         if (int rc = reduce_step(a, src[p], a.rbuf)) return rc;

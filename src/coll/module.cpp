@@ -41,7 +41,7 @@ void register_component(const Component* c) {
                      });
 }
 
-Module* modules_of(core::Comm* comm) {
+Module* modules_select(core::Comm* comm) {
     if (comm->coll) return static_cast<Module*>(comm->coll);
     static bool hooked = false;
     if (!hooked) {
@@ -58,6 +58,16 @@ Module* modules_of(core::Comm* comm) {
         tail = m;
         WANMPI_LOG(debug, "coll: %s uses module %s (priority %d)", comm->name.c_str(), m->name,
                    c->priority);
+    }
+    bool managed = false;
+    for (Module* m = head; m; m = m->next) managed |= m->wan_share != nullptr;
+    for (int k = 0; head && !managed && k < kKinds; ++k) {
+        Module* impl = head;
+        while (impl && !impl->fn[k]) impl = impl->next;
+        if (impl && impl->direct[k]) {
+            head->lean[k] = impl->direct[k];
+            head->lean_mod[k] = impl;
+        }
     }
     comm->coll = head;
     return head;

@@ -44,19 +44,6 @@ int64_t yield_max_bytes() {
 }
 
 
-Ty ty_of(MPI_Datatype h) {
-    Ty t;
-    t.h = h;
-    t.d = core::datatype_lookup(h);
-    if (!t.d) return t;
-    t.size = t.d->size;
-    t.extent = t.d->extent;
-    t.contig = t.d->contig;
-    t.lb = t.d->true_lb;
-    t.tspan = t.d->true_ub - t.d->true_lb;
-    return t;
-}
-
 // ---- memory ------------------------------------------------------------------------------------
 char* Sched::tmp(int64_t bytes) {
     if (bytes < 0) bytes = 0;

@@ -44,7 +44,20 @@ struct Ty {
     int64_t tspan = 0;    // true extent of one element (first to last byte of data)
     bool contig = false;  // count elements = size*count dense bytes at the buffer
 };
-Ty ty_of(MPI_Datatype h);  // h must be valid
+// The facts of `h`; t.d == nullptr when h is not a valid committed datatype. Inline: every
+// collective call looks its types up, and the API layer checks with the same lookup.
+inline Ty ty_of(MPI_Datatype h) {
+    Ty t;
+    t.h = h;
+    t.d = core::datatype_lookup(h);
+    if (!t.d) return t;
+    t.size = t.d->size;
+    t.extent = t.d->extent;
+    t.contig = t.d->contig;
+    t.lb = t.d->true_lb;
+    t.tspan = t.d->true_ub - t.d->true_lb;
+    return t;
+}
 
 struct Step {
     enum class T : uint8_t { send, recv, copy, reduce };

@@ -13,6 +13,72 @@ static void expect_class(int rc, int cls, const char *what)
     MT_CHECK(got == cls, "%s: error class %d, want %d", what, got, cls);
 }
 
+/* The handler of the communicator in lean_path(): counts calls, keeps the last class. */
+static int handler_calls = 0, handler_class = MPI_SUCCESS;
+static void count_errors(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    handler_calls++;
+    MPI_Error_class(*code, &handler_class);
+}
+
+/* Small blocking collectives on a few ranks take a lean dispatch once the communicator's
+ * collective modules are chosen (src/coll/api.cpp, launch): after good calls of the same shape
+ * have warmed it, bad arguments must still be caught, with the right class, through this
+ * communicator's own handler (not MPI_COMM_WORLD's), and the calls must work afterwards. */
+static void lean_path(void)
+{
+    MPI_Comm dup;
+    MPI_Errhandler eh;
+    MPI_Datatype vec; /* created, never committed */
+    int sb[64], rb[64], i, rc, calls;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_create_errhandler(count_errors, &eh);
+    MPI_Comm_set_errhandler(dup, eh);
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+    for (i = 0; i < 64; ++i) sb[i] = mt_rank * 100 + i;
+    for (i = 0; i < 3; ++i) {
+        MPI_Barrier(dup);
+        MPI_Alltoall(sb, 2, MPI_INT, rb, 2, MPI_INT, dup);
+        MPI_Allgather(sb, 2, MPI_INT, rb, 2, MPI_INT, dup);
+        MPI_Allreduce(sb, rb, 2, MPI_INT, MPI_SUM, dup);
+    }
+    MT_CHECK(handler_calls == 0, "good calls called the handler %d times", handler_calls);
+#define EXPECT(call, cls, what)                                                               \
+    do {                                                                                      \
+        calls = handler_calls;                                                                \
+        rc = (call);                                                                          \
+        expect_class(rc, cls, what);                                                          \
+        MT_CHECK(handler_calls == calls + 1 && handler_class == cls,                          \
+                 "%s: handler called %d times, class %d", what, handler_calls - calls,        \
+                 handler_class);                                                              \
+    } while (0)
+    EXPECT(MPI_Alltoall(sb, 2, vec, rb, 2, vec, dup), MPI_ERR_TYPE, "alltoall uncommitted type");
+    EXPECT(MPI_Alltoall(sb, -1, MPI_INT, rb, 2, MPI_INT, dup), MPI_ERR_COUNT,
+           "alltoall sendcount -1");
+    EXPECT(MPI_Allgather(sb, 2, MPI_INT, rb, 2, vec, dup), MPI_ERR_TYPE,
+           "allgather uncommitted recvtype");
+    EXPECT(MPI_Allgather(sb, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, dup), MPI_ERR_BUFFER,
+           "allgather recvbuf MPI_IN_PLACE");
+    EXPECT(MPI_Allreduce(sb, rb, 2, MPI_INT, MPI_OP_NULL, dup), MPI_ERR_OP,
+           "allreduce MPI_OP_NULL");
+    EXPECT(MPI_Allreduce(sb, sb, 2, MPI_INT, MPI_SUM, dup), MPI_ERR_BUFFER,
+           "allreduce sendbuf == recvbuf");
+#undef EXPECT
+    /* and the right results afterwards */
+    rc = MPI_Alltoall(sb, 2, MPI_INT, rb, 2, MPI_INT, dup);
+    for (i = 0; i < 2 * mt_size; ++i)
+        MT_CHECK(rc == MPI_SUCCESS && rb[i] == (i / 2) * 100 + mt_rank * 2 + i % 2,
+                 "alltoall after the errors: rc %d, rb[%d] = %d", rc, i, rb[i]);
+    rc = MPI_Allreduce(sb, rb, 2, MPI_INT, MPI_SUM, dup);
+    MT_CHECK(rc == MPI_SUCCESS && rb[1] == 100 * mt_size * (mt_size - 1) / 2 + mt_size,
+             "allreduce after the errors: rc %d, %d", rc, rb[1]);
+    MT_CHECK(MPI_Barrier(dup) == MPI_SUCCESS, "barrier after the errors");
+    MPI_Type_free(&vec);
+    MPI_Errhandler_free(&eh);
+    MPI_Comm_free(&dup);
+}
+
 int main(int argc, char **argv)
 {
     int rc, x = 1, y = 0, buf[8] = {0}, rbuf[64];
@@ -52,6 +118,8 @@ int main(int argc, char **argv)
     /* Still usable after the errors. */
     rc = MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MT_CHECK(rc == MPI_SUCCESS && y == mt_size, "allreduce after errors: rc %d, %d", rc, y);
+
+    lean_path();
 
     if (mt_size >= 2) {
         MPI_Comm half, inter;
