@@ -30,18 +30,19 @@ using rma::Window;
 
 namespace {
 
-int run(MPI_Win win, OpArgs& a) {
-    a.w = rma::win_lookup(win);
-    if (!a.w)
-        return core::raise(nullptr, make_error(MPI_ERR_WIN, "invalid window 0x%x%s", unsigned(win),
+Window* lookup(MPI_Win win, int* err) {
+    Window* w = rma::win_lookup(win);
+    if (!w)
+        *err = core::raise(nullptr, make_error(MPI_ERR_WIN, "invalid window 0x%x%s", unsigned(win),
                                                win == MPI_WIN_NULL ? " (MPI_WIN_NULL)" : ""));
-    return rma::raise(a.w, rma::win_op(a));
+    return w;
 }
 
 // The arguments every operation has (the origin or get buffer and the target), filled once.
-OpArgs args(Msg type, const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td,
+OpArgs args(Window* w, Msg type, const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td,
             int64_t tc, MPI_Datatype tt, MPI_Op op, MPI_Request* req) {
     OpArgs a;
+    a.w = w;
     a.type = type;
     a.obuf = const_cast<void*>(o);
     a.ocount = oc;
@@ -55,39 +56,52 @@ OpArgs args(Msg type, const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Ai
     return a;
 }
 
+// Each operation tries the lean path first (fast.cpp: same-host allocate windows, predefined
+// datatypes), then the general one, which checks everything and raises any error.
 int put(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
         MPI_Datatype tt, MPI_Win win, MPI_Request* req) {
-    OpArgs a = args(Msg::put, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req);
-    return run(win, a);
+    int err = MPI_SUCCESS;
+    Window* w = lookup(win, &err);
+    if (!w) return err;
+    if (!req && rma::fast_put_get(w, true, const_cast<void*>(o), oc, ot, tr, td, tc, tt))
+        return MPI_SUCCESS;
+    return rma::raise(w, rma::win_op(args(w, Msg::put, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
 }
 int get(void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt,
         MPI_Win win, MPI_Request* req) {
-    OpArgs a = args(Msg::get, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req);
-    return run(win, a);
+    int err = MPI_SUCCESS;
+    Window* w = lookup(win, &err);
+    if (!w) return err;
+    if (!req && rma::fast_put_get(w, false, o, oc, ot, tr, td, tc, tt)) return MPI_SUCCESS;
+    return rma::raise(w, rma::win_op(args(w, Msg::get, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
 }
 int acc(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
         MPI_Datatype tt, MPI_Op op, MPI_Win win, MPI_Request* req) {
-    OpArgs a = args(Msg::acc, o, oc, ot, tr, td, tc, tt, op, req);
-    return run(win, a);
+    int err = MPI_SUCCESS;
+    Window* w = lookup(win, &err);
+    if (!w) return err;
+    if (!req && rma::fast_acc(w, o, oc, ot, false, nullptr, 0, MPI_DATATYPE_NULL, tr, td, tc, tt, op))
+        return MPI_SUCCESS;
+    return rma::raise(w, rma::win_op(args(w, Msg::acc, o, oc, ot, tr, td, tc, tt, op, req)));
 }
 int get_acc(const void* o, int64_t oc, MPI_Datatype ot, void* r, int64_t rc, MPI_Datatype rt,
             int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt, MPI_Op op, MPI_Win win,
             MPI_Request* req) {
+    int err = MPI_SUCCESS;
+    Window* w = lookup(win, &err);
+    if (!w) return err;
     // MPI_NO_OP: the origin buffer is ignored
-    OpArgs a = args(Msg::get_acc, o, op == MPI_NO_OP ? 0 : oc,
-                    op == MPI_NO_OP ? MPI_DATATYPE_NULL : ot, tr, td, tc, tt, op, req);
+    if (op == MPI_NO_OP) {
+        oc = 0;
+        ot = MPI_DATATYPE_NULL;
+    }
+    if (!req && rma::fast_acc(w, o, oc, ot, true, r, rc, rt, tr, td, tc, tt, op))
+        return MPI_SUCCESS;
+    OpArgs a = args(w, Msg::get_acc, o, oc, ot, tr, td, tc, tt, op, req);
     a.rbuf = r;
     a.rcount = rc;
     a.rdt = rt;
-    return run(win, a);
-}
-
-Window* lookup(MPI_Win win, int* err) {
-    Window* w = rma::win_lookup(win);
-    if (!w)
-        *err = core::raise(nullptr, make_error(MPI_ERR_WIN, "invalid window 0x%x%s", unsigned(win),
-                                               win == MPI_WIN_NULL ? " (MPI_WIN_NULL)" : ""));
-    return w;
+    return rma::raise(w, rma::win_op(a));
 }
 
 }  // namespace
@@ -139,12 +153,16 @@ int Fetch_and_op(const void* o, void* r, MPI_Datatype dt, int tr, MPI_Aint td, M
 }
 int Compare_and_swap(const void* o, const void* c, void* r, MPI_Datatype dt, int tr, MPI_Aint td,
                      MPI_Win win) {
-    OpArgs a = args(Msg::cas, o, 1, dt, tr, td, 1, dt, MPI_OP_NULL, nullptr);
+    int err = MPI_SUCCESS;
+    Window* w = lookup(win, &err);
+    if (!w) return err;
+    if (rma::fast_cas(w, o, c, r, dt, tr, td)) return MPI_SUCCESS;
+    OpArgs a = args(w, Msg::cas, o, 1, dt, tr, td, 1, dt, MPI_OP_NULL, nullptr);
     a.cbuf = c;
     a.rbuf = r;
     a.rcount = 1;
     a.rdt = dt;
-    return run(win, a);
+    return rma::raise(w, rma::win_op(a));
 }
 int Rput(const void* o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt,
          MPI_Win win, MPI_Request* req) {

@@ -125,8 +125,35 @@ void locked_run(char* at, const Run& r, const core::Datatype* b, const char* in,
 
 }  // namespace
 
+// One run of a builtin: the same choice as acc_apply for an operation made of this run alone
+// (acc_apply hands single-run operations here, so both paths pick the same method for the same
+// elements: the invariant of the file comment).
+void acc_one(Window* w, char* at, const core::Datatype& b, int64_t count, const char* in,
+             MPI_Op oph, char* old) {
+    const core::Op* op = core::op_lookup(oph);
+    if (!op) return;
+    const int code = op_code(oph);
+    const Run r{0, count, int32_t(b.handle)};
+    if (count <= kAtomicMax && atomic_ok(&b, at)) {
+        seg_lock_shared(w);
+        atomic_run(at, r, b.size, in, old, op, code,
+                   code != kNoOp && code != kReplace && integer_type(r.basic));
+        seg_unlock_shared(w);
+        return;
+    }
+    seg_lock(w);
+    if (old) core::pack(b, at, count, old);
+    if (code != kNoOp) locked_run(at, r, &b, in, op, oph);
+    seg_unlock(w);
+}
+
 void acc_apply(Window* w, char* addr, const std::vector<Run>& runs, const char* in, MPI_Op oph,
                char* old) {
+    if (runs.size() == 1) {
+        if (const core::Datatype* b = core::datatype_lookup(runs[0].basic))
+            acc_one(w, addr + runs[0].off, *b, runs[0].count, in, oph, old);
+        return;
+    }
     const core::Op* op = core::op_lookup(oph);
     if (!op) return;
     const int code = op_code(oph);
@@ -165,8 +192,12 @@ void acc_apply(Window* w, char* addr, const std::vector<Run>& runs, const char* 
 
 void cas_apply(Window* w, char* addr, int32_t basic, const char* val, const char* cmp,
                char* old) {
-    const core::Datatype* b = core::datatype_lookup(basic);
-    if (!b) return;
+    if (const core::Datatype* b = core::datatype_lookup(basic)) cas_apply(w, addr, *b, val, cmp, old);
+}
+
+void cas_apply(Window* w, char* addr, const core::Datatype& dt, const char* val, const char* cmp,
+               char* old) {
+    const core::Datatype* b = &dt;
     const int64_t s = b->size;
     if (atomic_ok(b, addr)) {
         seg_lock_shared(w);

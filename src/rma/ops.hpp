@@ -31,6 +31,25 @@ struct OpArgs {
 // Checks, encodes and sends one operation. MPI_SUCCESS or an error code (not raised).
 int win_op(const OpArgs& a);
 
+// The lean path (fast.cpp) for a same-host target of an allocate window, predefined datatypes:
+// true when the operation was done (complete and successful), false when the call must go to
+// win_op, which also finds and reports every error. Never raise, never fail.
+//   fast_put_get: MPI_Put (put) / MPI_Get; fast_acc: MPI_Accumulate, or with `fetch`
+//   MPI_Get_accumulate / MPI_Fetch_and_op (result in rbuf); fast_cas: MPI_Compare_and_swap.
+bool fast_put_get(Window* w, bool put, void* obuf, int64_t oc, MPI_Datatype odt, int target,
+                  int64_t disp, int64_t tc, MPI_Datatype tdt);
+bool fast_acc(Window* w, const void* obuf, int64_t oc, MPI_Datatype odt, bool fetch, void* rbuf,
+              int64_t rc, MPI_Datatype rdt, int target, int64_t disp, int64_t tc,
+              MPI_Datatype tdt, MPI_Op op);
+bool fast_cas(Window* w, const void* obuf, const void* cbuf, void* rbuf, MPI_Datatype dt,
+              int target, int64_t disp);
+
+// MPI_SUM .. MPI_NO_OP (core/op.cpp's handles 0x58000001 .. 0x5800000e): the only ops the
+// accumulate class takes.
+inline bool predefined_op(MPI_Op op) {
+    return uint32_t(op) >= 0x58000001u && uint32_t(op) <= 0x5800000eu;
+}
+
 // Requests of R* operations (ReqKind::ext, completed by reap()).
 MPI_Request completed_request(Window* w);
 core::Request* pending_request(Window* w);

@@ -121,6 +121,7 @@ bool req_done(void* r) { return static_cast<core::Request*>(r)->complete; }
 void wait_req(core::Request* r) { core::wait_until(req_done, r); }
 
 int wait_target(Window* w, int target) {
+    if (w->out.empty()) return MPI_SUCCESS;  // only direct operations since the last wait
     TargetWait t{w, target};
     core::wait_until(target_done, &t);
     int err = MPI_SUCCESS;
@@ -182,10 +183,6 @@ int flush(Window* w, int target) {
 
 // ---- operations --------------------------------------------------------------------------------
 namespace {
-
-bool predefined_op(MPI_Op op) {
-    return uint32_t(op) >= 0x58000001u && uint32_t(op) <= 0x5800000eu;
-}
 
 bool collect_run(void* ctx, int64_t off, int64_t n, int basic) {
     auto* v = static_cast<std::vector<Run>*>(ctx);
@@ -411,10 +408,15 @@ int win_op(const OpArgs& a) {
             return core::make_error(MPI_ERR_DISP, "negative target displacement %lld",
                                     (long long)a.disp);
         if (a.tcount > 0) {
-            int64_t at = a.disp * w->units[size_t(a.target)];
-            int64_t lo = at + tdt->true_lb;
-            int64_t hi = at + (a.tcount - 1) * tdt->extent + tdt->true_ub;
-            if (lo < 0 || hi > w->sizes[size_t(a.target)])
+            // (a displacement or count so large that the byte offsets overflow is out of range
+            // too, not a wrapped-around address inside it)
+            int64_t at = 0, span = 0, lo = 0, hi = 0;
+            bool wrap = __builtin_mul_overflow(a.disp, w->units[size_t(a.target)], &at) ||
+                        __builtin_mul_overflow(a.tcount - 1, tdt->extent, &span) ||
+                        __builtin_add_overflow(at, tdt->true_lb, &lo) ||
+                        __builtin_add_overflow(at, span, &hi) ||
+                        __builtin_add_overflow(hi, tdt->true_ub, &hi);
+            if (wrap || lo < 0 || hi > w->sizes[size_t(a.target)])
                 return core::make_error(MPI_ERR_RMA_RANGE, "target bytes [%lld, %lld) are "
                                         "outside rank %d's window of %lld bytes", (long long)lo,
                                         (long long)hi, a.target,

@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include "core/comm.hpp"
+#include "core/datatype.hpp"
 #include "core/engine.hpp"
 #include "core/info.hpp"
 
@@ -184,8 +185,12 @@ inline bool on_host(const Window* w, int t) {
 
 // Handles: 0x20000000 | (slot + 1); MPI_WIN_NULL is 0x20000000.
 Window* win_lookup(MPI_Win h);
-// Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's).
-int raise(Window* w, int code);
+// Raise `code` on the window's error handler (w may be nullptr: MPI_COMM_WORLD's). Inline for
+// the success case, which every RMA call ends with.
+int raise_error(Window* w, int code);
+inline int raise(Window* w, int code) {
+    return __builtin_expect(code == MPI_SUCCESS, 1) ? code : raise_error(w, code);
+}
 
 // The segment header (Window::seg_hdr bytes): an accumulate lock word (u32 at offset 0, see
 // seg_lock) and from offset 64 one window-lock word per window rank (std::atomic<int32_t>:
@@ -239,6 +244,12 @@ void scatter(char* addr, const std::vector<Run>& runs, const char* in);
 void acc_apply(Window* w, char* addr, const std::vector<Run>& runs, const char* in, MPI_Op op,
                char* old);
 void cas_apply(Window* w, char* addr, int32_t basic, const char* val, const char* cmp,
+               char* old);
+// The same for `count` elements of builtin `b` at `at` (one run), and for a builtin already
+// looked up: what the lean path (fast.cpp) calls.
+void acc_one(Window* w, char* at, const core::Datatype& b, int64_t count, const char* in,
+             MPI_Op op, char* old);
+void cas_apply(Window* w, char* addr, const core::Datatype& b, const char* val, const char* cmp,
                char* old);
 
 // ---- target side (target.cpp) -------------------------------------------------------------------

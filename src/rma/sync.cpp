@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "base/clock.hpp"
@@ -96,6 +97,7 @@ std::atomic_ref<uint32_t> pscw(const Window* w, bool done, int t, int o) {
 // on an idle machine short waits stay pure spinning.
 template <class F>
 void spin_until(F ready) {
+    if (ready()) return;  // the uncontended case (a free lock word): no clock read
     const int64_t t0 = base::now_ns();
     for (unsigned i = 0; !ready(); ++i) {
         core::poll();
@@ -389,7 +391,7 @@ int win_lock_all(Window* w, int assert_) {
         }
         if (err != MPI_SUCCESS) return err;
     }
-    w->nocheck.assign(size_t(w->nranks), nocheck);
+    std::fill(w->nocheck.begin(), w->nocheck.end(), uint8_t(nocheck));  // (nranks entries)
     w->lock_all = true;
     return MPI_SUCCESS;
 }
@@ -406,7 +408,7 @@ int win_unlock_all(Window* w) {
     } else {
         err = unlock_targets(w, all_targets(w), false, w->nocheck[0] != 0);
     }
-    w->nocheck.assign(size_t(w->nranks), 0);
+    std::fill(w->nocheck.begin(), w->nocheck.end(), uint8_t(0));
     w->lock_all = false;
     return err;
 }

@@ -46,10 +46,9 @@ base::Tunable<bool> t_direct(
     "and PSCW synchronization to another rank is a message its target applies.",
     base::Level::tuner, nullptr, true);
 
-std::vector<Window*>& table() {
-    static std::vector<Window*> t;
-    return t;
-}
+// Constant-initialised (no guard variable to test in win_lookup, which every RMA call runs).
+constinit std::vector<Window*> g_table;
+std::vector<Window*>& table() { return g_table; }
 
 MPI_Win win_register(Window* w) {
     auto& t = table();
@@ -330,7 +329,7 @@ Window* win_lookup(MPI_Win h) {
     return i < t.size() ? t[i] : nullptr;
 }
 
-int raise(Window* w, int code) {
+int raise_error(Window* w, int code) {
     if (!w) return core::raise(nullptr, code);
     return core::raise_win(w->handle, w->errhandler, code);
 }

@@ -1,7 +1,9 @@
 /* Atomicity under contention (window flavor in argv[1]): every rank MPI_SUMs into one location
  * many times under a shared lock; MPI_Fetch_and_op tickets are all distinct and dense (no two
  * ranks ever fetch the same value); a spin lock built on MPI_Compare_and_swap protects a
- * get-modify-put counter that stays exact; MPI_Get_accumulate with MPI_NO_OP reads atomically. */
+ * get-modify-put counter that stays exact; MPI_Get_accumulate with MPI_NO_OP reads atomically;
+ * long accumulates (applied under a lock, with plain loads and stores) and one-element ones
+ * (atomic instructions) on the same elements at once lose no update. */
 #include "rmatest.h"
 
 #define ITERS 200
@@ -9,9 +11,9 @@
 int main(int argc, char **argv) {
     rt_init(&argc, &argv);
     const char *flavor = argc > 1 ? argv[1] : "create";
-    rt_win w = rt_win_make(flavor, 8 * sizeof(long long), sizeof(long long), MPI_COMM_WORLD);
+    rt_win w = rt_win_make(flavor, 32 * sizeof(long long), sizeof(long long), MPI_COMM_WORLD);
     long long *mem = (long long *)w.base;
-    for (int i = 0; i < 8; ++i) mem[i] = 0;
+    for (int i = 0; i < 32; ++i) mem[i] = 0;
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Aint d0 = rt_disp(&w, 0, 0, 8), d1 = rt_disp(&w, 0, 1, 8), d2 = rt_disp(&w, 0, 2, 8),
              d3 = rt_disp(&w, 0, 3, 8), d4 = rt_disp(&w, 0, 4, 8);
@@ -64,6 +66,30 @@ int main(int argc, char **argv) {
                        MPI_NO_OP, w.win);
     MPI_Win_unlock_all(w.win);
     CHECK(r == 0, "no_op read %lld", r);
+
+    /* 5. mixed methods on elements 8..31: even ranks add 1 to all 24 with one accumulate, odd
+     * ranks to each with a one-element accumulate or fetch_and_op */
+    long long ones[24], got;
+    for (int k = 0; k < 24; ++k) ones[k] = 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, w.win);
+    for (int i = 0; i < ITERS / 4; ++i) {
+        if (rt_rank % 2 == 0) {
+            MPI_Accumulate(ones, 24, MPI_LONG_LONG, 0, rt_disp(&w, 0, 8, 8), 24, MPI_LONG_LONG,
+                           MPI_SUM, w.win);
+        } else {
+            for (int k = 8; k < 32; ++k) {
+                if (k % 2)
+                    MPI_Fetch_and_op(&one, &got, MPI_LONG_LONG, 0, rt_disp(&w, 0, k, 8), MPI_SUM,
+                                     w.win);
+                else
+                    MPI_Accumulate(&one, 1, MPI_LONG_LONG, 0, rt_disp(&w, 0, k, 8), 1,
+                                   MPI_LONG_LONG, MPI_SUM, w.win);
+                MPI_Win_flush_local(0, w.win); /* got is reused */
+            }
+        }
+    }
+    MPI_Win_unlock_all(w.win);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rt_rank == 0) {
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, w.win);
@@ -72,6 +98,9 @@ int main(int argc, char **argv) {
         CHECK(mem[2] == 0, "cas lock left held by %lld", mem[2]);
         CHECK(mem[3] == (long long)(ITERS / 4) * rt_size, "cas-protected counter %lld, want %d",
               mem[3], (ITERS / 4) * rt_size);
+        for (int k = 8; k < 32; ++k)
+            CHECK(mem[k] == (long long)(ITERS / 4) * rt_size, "mixed sum at %d: %lld, want %d",
+                  k, mem[k], (ITERS / 4) * rt_size);
         MPI_Win_unlock(0, w.win);
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,6 +1,8 @@
 /* Bad arguments give the right error class through the window's error handler (and
  * MPI_COMM_WORLD's for a bad window handle), plus names, info, groups and user window error
- * handlers (create / set / get / call). */
+ * handlers (create / set / get / call). The operations are checked again on a window from
+ * MPI_Win_allocate, whose same-host targets wanmpi reaches by loads, stores and atomics (its lean
+ * path for predefined datatypes), with the calls that path takes next to erroneous ones. */
 #include "rmatest.h"
 
 static int handler_calls, handler_code;
@@ -24,6 +26,76 @@ static int cls(int rc) {
 
 static void dummy_fn(void *in, void *io, int *len, MPI_Datatype *dt) {
     (void)in; (void)io; (void)len; (void)dt;
+}
+
+/* Operations on an MPI_Win_allocate window in a lock_all epoch: valid ones land, each erroneous
+ * one (one bad argument next to otherwise valid ones) gives its class, and after unlock_all
+ * every kind reports the missing epoch. */
+static void allocate_window_errors(void) {
+    int *mem, v = 7, two[2] = {7, 7}, r = -1, c = 0;
+    MPI_Win win;
+    MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 4; ++i) mem[i] = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    int other = (rt_rank + 1) % rt_size;
+    MPI_Datatype fresh;
+    MPI_Type_contiguous(1, MPI_INT, &fresh); /* never committed */
+    MPI_Op uop;
+    MPI_Op_create(dummy_fn, 1, &uop);
+
+    MPI_Win_lock_all(0, win);
+    EXPECT(MPI_Put(&v, 1, MPI_INT, other, 3, 1, MPI_INT, win), MPI_SUCCESS);
+    EXPECT(MPI_Put(&v, 1, MPI_INT, other, 4, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Put(two, 2, MPI_INT, other, 3, 2, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Put(&v, 1, MPI_INT, other, -1, 1, MPI_INT, win), MPI_ERR_DISP);
+    EXPECT(MPI_Put(&v, 1, MPI_INT, other, (MPI_Aint)1 << 62, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Put(two, 2, MPI_INT, other, 0, 1, MPI_INT, win), MPI_ERR_ARG);
+    EXPECT(MPI_Put(&v, -1, MPI_INT, other, 0, -1, MPI_INT, win), MPI_ERR_COUNT);
+    EXPECT(MPI_Put(&v, 1, MPI_DATATYPE_NULL, other, 0, 1, MPI_DATATYPE_NULL, win), MPI_ERR_TYPE);
+    EXPECT(MPI_Put(&v, 1, fresh, other, 0, 1, fresh, win), MPI_ERR_TYPE);
+    EXPECT(MPI_Get(&r, 1, MPI_INT, rt_size, 0, 1, MPI_INT, win), MPI_ERR_RANK);
+    EXPECT(MPI_Get(&r, 1, MPI_INT, other, 3, 1, MPI_INT, win), MPI_SUCCESS);
+    EXPECT(MPI_Get(&r, 1, MPI_INT, other, 4, 1, MPI_INT, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 0, 1, MPI_INT, uop, win), MPI_ERR_OP);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 0, 1, MPI_INT, MPI_OP_NULL, win), MPI_ERR_OP);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 0, 1, MPI_FLOAT, MPI_SUM, win), MPI_ERR_TYPE);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 4, 1, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 0, 1, MPI_INT, MPI_SUM, win), MPI_SUCCESS);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_INT, other, 0, uop, win), MPI_ERR_OP);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_INT, other, 4, MPI_SUM, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_INT, rt_size + 2, 0, MPI_SUM, win), MPI_ERR_RANK);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_DATATYPE_NULL, other, 0, MPI_SUM, win), MPI_ERR_TYPE);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_INT, other, 0, MPI_SUM, win), MPI_SUCCESS);
+    EXPECT(MPI_Get_accumulate(&v, 1, MPI_INT, two, 2, MPI_INT, other, 0, 1, MPI_INT, MPI_SUM, win),
+           MPI_ERR_ARG);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_INT, other, 4, win), MPI_ERR_RMA_RANGE);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_INT, other, -2, win), MPI_ERR_DISP);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_DATATYPE_NULL, other, 0, win), MPI_ERR_TYPE);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_INT, -5, 0, win), MPI_ERR_RANK);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_INT, MPI_PROC_NULL, 0, win), MPI_SUCCESS);
+    EXPECT(MPI_Put(&v, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_flush(other, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_flush(rt_size + 1, win), MPI_ERR_RANK);
+    EXPECT(MPI_Win_flush_local(other, win), MPI_SUCCESS);
+    EXPECT(MPI_Win_unlock_all(win), MPI_SUCCESS);
+
+    /* the valid calls above landed: 7 (put) at [3]; 7 + 7 (accumulate, fetch_and_op) at [0] */
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(mem[3] == 7 && mem[0] == 14, "allocate window holds %d at 0, %d at 3", mem[0], mem[3]);
+
+    /* no epoch: every operation kind says so */
+    EXPECT(MPI_Put(&v, 1, MPI_INT, other, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Get(&r, 1, MPI_INT, other, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Accumulate(&v, 1, MPI_INT, other, 0, 1, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Fetch_and_op(&v, &r, MPI_INT, other, 0, MPI_SUM, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Compare_and_swap(&v, &c, &r, MPI_INT, other, 0, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Win_flush(other, win), MPI_ERR_RMA_SYNC);
+    EXPECT(MPI_Win_unlock_all(win), MPI_ERR_RMA_SYNC);
+
+    MPI_Type_free(&fresh);
+    MPI_Op_free(&uop);
+    MPI_Win_free(&win);
 }
 
 int main(int argc, char **argv) {
@@ -130,5 +202,6 @@ int main(int argc, char **argv) {
 
     MPI_Win_free(&win);
     CHECK(win == MPI_WIN_NULL, "MPI_Win_free did not set MPI_WIN_NULL");
+    allocate_window_errors();
     return rt_finish();
 }
