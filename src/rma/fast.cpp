@@ -46,10 +46,19 @@ char* target_bytes(Window* w, int t, int64_t disp, int64_t bytes) {
 }
 
 // A predefined datatype whose packed form is its memory form (contiguous, no holes: not
-// MPI_SHORT_INT and the like), with a basic type for accumulates.
+// MPI_SHORT_INT and the like), with a basic type for accumulates. The last one found is
+// remembered (a latency loop uses one type): predefined types live as long as the library, so
+// the pointer stays valid, and a handle freed and reused for a derived type cannot be equal to
+// a predefined handle.
 const core::Datatype* plain(MPI_Datatype h) {
+    static MPI_Datatype last_h = MPI_DATATYPE_NULL;
+    static const core::Datatype* last = nullptr;
+    if (h == last_h) return last;
     const core::Datatype* d = core::datatype_lookup(h);
-    return d && d->builtin && d->contig && d->size == d->extent && d->basic > 0 ? d : nullptr;
+    if (!d || !d->builtin || !d->contig || d->size != d->extent || d->basic <= 0) return nullptr;
+    last_h = h;
+    last = d;
+    return d;
 }
 
 // `count` elements of `dt` (count > 0, plain): their bytes, or -1.

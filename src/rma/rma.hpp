@@ -132,6 +132,7 @@ struct Window {
     // address of every rank (from the creation exchange); cma[r]: still permitted (cleared when
     // the kernel refuses, and then the operations go as messages).
     bool direct = true;  // WANMPI_RMA_DIRECT (win.cpp): same-host operations without messages
+    bool all_here = false;  // every rank is on_host (set at creation): lock_all by lock words
     std::vector<int64_t> pids;
     std::vector<uint64_t> bases;
     std::vector<uint8_t> cma;

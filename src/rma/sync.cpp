@@ -64,12 +64,6 @@ int group_ranks(Window* w, MPI_Group g, std::vector<int>* out) {
     return MPI_SUCCESS;
 }
 
-bool all_on_host(const Window* w) {
-    for (int t = 0; t < w->nranks; ++t)
-        if (!on_host(w, t)) return false;
-    return true;
-}
-
 bool any_lock(const Window* w) {
     if (w->lock_all) return true;
     for (uint8_t l : w->locked)
@@ -382,7 +376,7 @@ int win_lock_all(Window* w, int assert_) {
     bool nocheck = (assert_ & MPI_MODE_NOCHECK) != 0;
     if (!nocheck) {
         int err = MPI_SUCCESS;
-        if (all_on_host(w)) {  // lock words only: no vectors (as win_lock)
+        if (w->all_here) {  // lock words only: no vectors (as win_lock)
             for (int t = 0; t < w->nranks; ++t)
                 spin_until([&] { return lock_try(w, t, false); });
             local_progress();
@@ -402,7 +396,7 @@ int win_unlock_all(Window* w) {
     int err = MPI_SUCCESS;
     bool sent = false;
     for (uint8_t d : w->dirty) sent = sent || d;
-    if (w->nocheck[0] == 0 && !sent && all_on_host(w)) {
+    if (w->nocheck[0] == 0 && !sent && w->all_here) {
         std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
         for (int t = 0; t < w->nranks; ++t) lock_release(w, t, false);
     } else {

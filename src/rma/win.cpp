@@ -247,6 +247,8 @@ int create(MPI_Comm comm, int64_t size, int64_t unit, MPI_Info info, int flavor,
         return core::raise(c, rc);
     }
     w->direct = t_direct.get();
+    w->all_here = true;
+    for (int i = 0; i < w->nranks; ++i) w->all_here = w->all_here && on_host(w, i);
     w->cma.assign(size_t(w->nranks), 0);
     if (flavor == MPI_WIN_FLAVOR_CREATE || flavor == MPI_WIN_FLAVOR_DYNAMIC)
         for (int i = 0; i < w->nranks; ++i) w->cma[size_t(i)] = w->local[size_t(i)] && i != w->rank;
