@@ -64,6 +64,13 @@ int group_ranks(Window* w, MPI_Group g, std::vector<int>* out) {
     return MPI_SUCCESS;
 }
 
+// Operations went to some target as messages since its last flush.
+bool any_sent(const Window* w) {
+    for (uint8_t d : w->dirty)
+        if (d) return true;
+    return false;
+}
+
 bool any_lock(const Window* w) {
     if (w->lock_all) return true;
     for (uint8_t l : w->locked)
@@ -151,8 +158,11 @@ int win_fence(Window* w, int assert_) {
     if (w->in_start || w->in_post || any_lock(w))
         return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_fence inside a PSCW or lock epoch");
     int err = MPI_SUCCESS;
-    if (!(assert_ & MPI_MODE_NOPRECEDE)) err = flush_many(w, all_targets(w));
+    // (only operations sent as messages need the FLUSH round trips: direct ones are complete,
+    // and an epoch of those alone costs no target list and no allocation here)
+    if (!(assert_ & MPI_MODE_NOPRECEDE) && any_sent(w)) err = flush_many(w, all_targets(w));
     else err = wait_target(w, -1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the barrier
     int e2 = barrier(w);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     w->fence_epoch = !(assert_ & MPI_MODE_NOSUCCEED);
@@ -394,9 +404,7 @@ int win_unlock_all(Window* w) {
     if (!w->lock_all)
         return core::make_error(MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all");
     int err = MPI_SUCCESS;
-    bool sent = false;
-    for (uint8_t d : w->dirty) sent = sent || d;
-    if (w->nocheck[0] == 0 && !sent && w->all_here) {
+    if (w->nocheck[0] == 0 && w->all_here && !any_sent(w)) {
         std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the release
         for (int t = 0; t < w->nranks; ++t) lock_release(w, t, false);
     } else {
