@@ -65,7 +65,8 @@ int put(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t
     if (!w) return err;
     if (!req && rma::fast_put_get(w, true, const_cast<void*>(o), oc, ot, tr, td, tc, tt))
         return MPI_SUCCESS;
-    return rma::raise(w, rma::win_op(args(w, Msg::put, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
+    return rma::raise(w,
+                      rma::win_op(args(w, Msg::put, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
 }
 int get(void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc, MPI_Datatype tt,
         MPI_Win win, MPI_Request* req) {
@@ -73,14 +74,16 @@ int get(void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc, M
     Window* w = lookup(win, &err);
     if (!w) return err;
     if (!req && rma::fast_put_get(w, false, o, oc, ot, tr, td, tc, tt)) return MPI_SUCCESS;
-    return rma::raise(w, rma::win_op(args(w, Msg::get, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
+    return rma::raise(w,
+                      rma::win_op(args(w, Msg::get, o, oc, ot, tr, td, tc, tt, MPI_OP_NULL, req)));
 }
 int acc(const void* o, int64_t oc, MPI_Datatype ot, int tr, MPI_Aint td, int64_t tc,
         MPI_Datatype tt, MPI_Op op, MPI_Win win, MPI_Request* req) {
     int err = MPI_SUCCESS;
     Window* w = lookup(win, &err);
     if (!w) return err;
-    if (!req && rma::fast_acc(w, o, oc, ot, false, nullptr, 0, MPI_DATATYPE_NULL, tr, td, tc, tt, op))
+    if (!req &&
+        rma::fast_acc(w, o, oc, ot, false, nullptr, 0, MPI_DATATYPE_NULL, tr, td, tc, tt, op))
         return MPI_SUCCESS;
     return rma::raise(w, rma::win_op(args(w, Msg::acc, o, oc, ot, tr, td, tc, tt, op, req)));
 }

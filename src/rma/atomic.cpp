@@ -1,8 +1,8 @@
 // Accumulate-class operations on window memory (accumulate, get_accumulate, fetch_and_op,
 // compare_and_swap), whoever applies them: the origin itself for a target on this host whose
 // memory it maps (origin.cpp, `direct`), or the target for operations that came as messages
-// (target.cpp). Both go through acc_apply / cas_apply, so every process uses the same method on
-// the same location.
+// (target.cpp), or the lean path of a same-host origin (fast.cpp). All go through acc_apply /
+// acc_one / cas_apply, so every process uses the same method on the same location.
 //
 // Atomicity (MPI 3.1 §11.7.1): concurrent accumulate-class operations on one location with the
 // same basic datatype must be atomic per basic element. Every operation holds the segment's
@@ -198,7 +198,8 @@ void acc_apply(Window* w, char* addr, const std::vector<Run>& runs, const char* 
 
 void cas_apply(Window* w, char* addr, int32_t basic, const char* val, const char* cmp,
                char* old) {
-    if (const core::Datatype* b = core::datatype_lookup(basic)) cas_apply(w, addr, *b, val, cmp, old);
+    if (const core::Datatype* b = core::datatype_lookup(basic))
+        cas_apply(w, addr, *b, val, cmp, old);
 }
 
 void cas_apply(Window* w, char* addr, const core::Datatype& dt, const char* val, const char* cmp,

@@ -9,7 +9,9 @@
 // poll() of the engine: a target inside any MPI call makes progress; a target computing outside
 // MPI delays passive-target operations until its next MPI call (as MPICH without an async
 // progress thread). Windows from MPI_Win_allocate_shared are one shared segment per host that
-// the ranks also load and store directly.
+// the ranks also load and store directly; operations on a same-host rank's part of such a window
+// (and of MPI_Win_allocate's) with predefined datatypes take the lean path of fast.cpp from the
+// entry point.
 //
 // Ownership: a Window is owned by its handle (MPI_Win_free deletes it). Requests in `out` and
 // `tsends` are owned by the window until complete. Threading: under the API lock, like core.
