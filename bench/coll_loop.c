@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_coll.h"
+
 int main(int argc, char **argv)
 {
     static char sbuf[65536], rbuf[65536];
@@ -30,15 +32,7 @@ int main(int argc, char **argv)
     }
     memset(sbuf, 1, sizeof sbuf);
     for (int i = 0; i < n; ++i) {
-        if (!strcmp(c, "barrier")) MPI_Barrier(MPI_COMM_WORLD);
-        else if (!strcmp(c, "bcast")) MPI_Bcast(sbuf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-        else if (!strcmp(c, "allreduce"))
-            MPI_Allreduce(sbuf, rbuf, bytes / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else if (!strcmp(c, "alltoall"))
-            MPI_Alltoall(sbuf, bytes, MPI_BYTE, rbuf, bytes, MPI_BYTE, MPI_COMM_WORLD);
-        else if (!strcmp(c, "allgather"))
-            MPI_Allgather(sbuf, bytes, MPI_BYTE, rbuf, bytes, MPI_BYTE, MPI_COMM_WORLD);
-        else {
+        if (bench_coll(c, sbuf, rbuf, bytes) != 0) {
             fprintf(stderr, "coll_loop: unknown collective %s\n", c);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }

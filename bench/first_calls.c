@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_coll.h"
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -50,14 +52,7 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < n; ++k) {
         double t0 = MPI_Wtime();
-        if (!strcmp(coll, "barrier")) MPI_Barrier(MPI_COMM_WORLD);
-        else if (!strcmp(coll, "allreduce"))
-            MPI_Allreduce(s, r, bytes / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else if (!strcmp(coll, "alltoall"))
-            MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, MPI_COMM_WORLD);
-        else if (!strcmp(coll, "allgather"))
-            MPI_Allgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, MPI_COMM_WORLD);
-        else MPI_Bcast(s, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (bench_coll(coll, s, r, bytes) != 0) bench_coll("bcast", s, r, bytes);
         t[k] = (MPI_Wtime() - t0) * 1e6;
     }
     MPI_Reduce(t, tmax, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
