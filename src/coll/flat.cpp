@@ -751,8 +751,9 @@ const BcastPlan& bcast_plan(int n, int r, int root, int64_t bytes, const Ty& t) 
 // steps, rounds, progress hook, completion) cost about as much again as the exchange itself: at
 // 2 ranks 8 B Allreduce took 0.28-0.47 us against Open MPI's 0.18-0.28. As for Bcast, these run
 // the very messages of the schedule (same peers, same tag, same order per peer) without it: sends
-// with core::send_now, receives with core::recv_now, waiting with the schedule's own policy
-// (wait_blocking) on a condition that polls the unexpected queue. Whatever cannot go that way (no
+// with core::send_now, receives with core::recv_now (what already arrived) and then as lean
+// receives (core::lean_post: what arrives later lands in place, without a trip through the
+// unexpected queue), waiting with the schedule's own policy (wait_blocking). Whatever cannot go that way (no
 // eager credit, a message recv_now cannot take: rendezvous, synchronous, too long for the
 // buffer; a failed peer) is handed to a schedule of the remaining steps with the same tag, which
 // reports errors as usual. Reductions then run in rank order with the kernels the schedule's
@@ -776,27 +777,74 @@ struct Exchange {
     int left = 0;        // receives not done
     bool stuck = false;  // a receive needs a request (see above)
     unsigned checks = 0; // calls of exchange_done (the stuck test runs on every 16th)
+    // The receives recv_now did not find at once, posted as lean receives (engine.hpp) while
+    // the exchange waits: lean[i] is recv[i]'s entry.
+    bool posted = false;
+    core::LeanSet set;
+    core::LeanRecv lean[kExchangeMsgs];
 };
 
-// The wait condition: every receive taken from the unexpected queue, or one that cannot be.
+// The wait condition: every receive taken from the unexpected queue or arrived in its lean
+// entry, or one that cannot be.
 // (Whether a receive is stuck is asked on every 16th call only: it searches the unexpected queue
 // a second time, and the wait loop calls this after every pass; a stuck message is rare and can
 // wait 16 passes for its request.)
 bool exchange_done(void* p) {
     auto& x = *static_cast<Exchange*>(p);
     const bool check = (++x.checks & 15) == 0;  // not on the first call: the common "not yet"
+    if (x.posted && !check) return x.set.left == 0;  // arrivals mark the lean entries
     for (int i = 0; i < x.nr; ++i) {
         Exchange::Msg& m = x.recv[i];
         if (m.done) continue;
+        if (x.posted && x.lean[i].state == 2) continue;  // arrived: counted in set.left
+        if (x.posted && x.lean[i].state == 1) {          // arriving, unless its peer failed
+            if (core::peer_dead(x.c, m.peer)) x.stuck = true;
+            continue;
+        }
         if (core::recv_now(x.ctx, m.peer, x.tag, m.buf, m.bytes)) {
             m.done = true;
             --x.left;
+            if (x.posted) x.lean[i].state = 2;  // taken from the queue: its entry matches nothing
         } else if (check && (core::find_unexpected(x.ctx, m.peer, x.tag, false) ||
                              core::peer_dead(x.c, m.peer))) {
             x.stuck = true;
         }
     }
+    if (x.posted) {  // recv_now may have taken some above: count again
+        int left = 0;
+        for (int i = 0; i < x.nr; ++i) left += x.lean[i].state != 2;
+        x.set.left = left;
+        return left == 0 || x.stuck;
+    }
     return x.left == 0 || x.stuck;
+}
+
+// Post the receives not done yet as lean receives (a message arriving from now on lands in
+// place), and take them back: unpost waits for a frame still arriving, then every entry that
+// arrived marks its receive done.
+void exchange_post(Exchange& x) {
+    int k = 0;
+    for (int i = 0; i < x.nr; ++i) {
+        const Exchange::Msg& m = x.recv[i];
+        // done receives stay in the array (state 2) so that lean[i] is recv[i]'s entry
+        x.lean[i] = {x.ctx,  m.peer, x.c->peer_world(m.peer), x.tag, m.buf, m.bytes,
+                     uint8_t(m.done ? 2 : 0)};
+        if (!m.done) ++k;
+    }
+    x.set.v = x.lean;
+    x.set.n = x.nr;
+    x.set.left = k;
+    x.posted = true;
+    core::lean_post(&x.set);
+}
+void exchange_unpost(Exchange& x) {
+    core::lean_unpost(&x.set);
+    x.posted = false;
+    for (int i = 0; i < x.nr; ++i)
+        if (!x.recv[i].done && x.lean[i].state == 2) {
+            x.recv[i].done = true;
+            --x.left;
+        }
 }
 
 // Runs the exchange: sends in order (a send that cannot go now leaves it and the later ones to
@@ -813,8 +861,10 @@ int run_exchange(Exchange& x, bool yield_ok) {
     x.left = x.nr;  // (add() made every receive not done)
     if (first == x.ns) {
         if (!exchange_done(&x)) {
+            exchange_post(x);
             core::poll();  // a transport's queue may hold it: one pass moves it along
             if (!exchange_done(&x)) wait_blocking(exchange_done, &x, yield_ok);
+            exchange_unpost(x);
         }
         if (!x.stuck) return MPI_SUCCESS;
     }

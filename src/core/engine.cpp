@@ -499,6 +499,42 @@ bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t cap, MPI_Status
     return true;
 }
 
+// ---- lean receives (engine.hpp) ---------------------------------------------------------------
+LeanRecv* Engine::lean_match(const Hdr& h, uint64_t len, Inbound& in) {
+    for (LeanSet* s = lean_head; s; s = s->next)
+        for (int i = 0; i < s->n; ++i) {
+            LeanRecv& l = s->v[i];
+            if (l.state != 0 || l.ctx != h.ctx || l.src != h.src || l.tag != h.tag) continue;
+            if (h.size != len || int64_t(len) > l.cap) return nullptr;  // queued; the owner falls back
+            in.lean_set = s;
+            return &l;
+        }
+    return nullptr;
+}
+
+void lean_post(LeanSet* s) {
+    s->prev = nullptr;
+    s->next = g->lean_head;
+    if (g->lean_head) g->lean_head->prev = s;
+    g->lean_head = s;
+}
+
+void lean_unpost(LeanSet* s) {
+    // A frame still arriving writes into the entry's buffer until its last byte: wait for it
+    // (a live peer's frame is already on its way), unless the peer failed and no byte will come.
+    for (;;) {
+        bool arriving = false;
+        for (int i = 0; i < s->n; ++i)
+            if (s->v[i].state == 1 && !g->dead[s->v[i].world_src]) arriving = true;
+        if (!arriving) break;
+        poll();
+    }
+    if (s->prev) s->prev->next = s->next;
+    else g->lean_head = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->next = s->prev = nullptr;
+}
+
 void Engine::send_data(Request* r, uint64_t rreq, int64_t want) {
     int w = r->world_peer;
     Transport* t = route[w];
@@ -651,6 +687,15 @@ void* Engine::on_header_at(int peer, unsigned slot, const uint8_t* hb, uint64_t 
             in.scratch.resize(len);
             return in.scratch.data();
         }
+        if (lean_head && !(h.flags & FL_SYNC)) {
+            if (LeanRecv* l = lean_match(h, len, in)) {
+                l->state = 1;
+                in.kind = Inbound::Kind::lean;
+                in.lean = l;
+                seq_release(peer, h.ctx, h.seq, next);
+                return len ? l->buf : nullptr;
+            }
+        }
         Unexp* u = unexp_new();
         u->ctx = h.ctx;
         u->src = h.src;
@@ -698,6 +743,10 @@ void Engine::on_frame_at(int peer, unsigned slot, const uint8_t* hb, const void*
         count_recv(peer, int64_t(len));
         if (in.kind == Inbound::Kind::direct) {
             deliver_eager(in.req, data, int64_t(len), peer, h.flags & FL_SYNC, h.sreq);
+        } else if (in.kind == Inbound::Kind::lean) {
+            in.lean->state = 2;
+            in.lean_set->left--;
+            owe(peer, int64_t(len) + kMsgCost);
         } else if (in.kind == Inbound::Kind::unexp) {
             Unexp* u = in.unexp;
             u->data_complete = true;

@@ -94,9 +94,11 @@ struct Request {
 
 // Per-peer receive state for the frame a transport is currently filling.
 struct Inbound {
-    enum class Kind : uint8_t { none, direct, unexp, data, scratch } kind = Kind::none;
+    enum class Kind : uint8_t { none, direct, unexp, data, scratch, lean } kind = Kind::none;
     Request* req = nullptr;
     Unexp* unexp = nullptr;
+    struct LeanRecv* lean = nullptr;  // Kind::lean: the entry and its set (lean_post)
+    struct LeanSet* lean_set = nullptr;
     std::vector<char> scratch;
 };
 
@@ -221,6 +223,37 @@ int send_now(Comm* comm, uint32_t ctx, int peer, int tag, const void* buf, int64
 // a request, which deals with the rest: rendezvous, synchronous mode, truncation).
 bool recv_now(uint32_t ctx, int src, int tag, void* buf, int64_t cap,
               MPI_Status* st = MPI_STATUS_IGNORE);
+// Lean receives: requestless posted receives, for the blocking exchanges of small collectives
+// (coll/flat.cpp). recv_now only finds what is already in the unexpected queue, so every message
+// of an exchange used to be queued on arrival (a record, a payload copy) and copied again; a
+// lean receive is matched on arrival instead, and the payload lands in `buf` at once. It takes
+// a whole, non-synchronous eager frame of at most `cap` bytes from (ctx, src, tag) that no posted
+// request matches (posted requests keep their place in MPI's order); anything else is queued as
+// before, where recv_now and find_unexpected see it. Posting does not look into the unexpected
+// queue: the caller tries recv_now first. Each entry must be the only receive of its (ctx, src,
+// tag) (the exchanges' tags are one per call). `state`: 0 waiting, 1 payload arriving (a
+// transport may deliver a frame in pieces), 2 done. lean_unpost() first polls until no entry is
+// arriving (unless its peer failed), then unlinks the set: call it on every path before the
+// buffers go away. Thread: the poster, holding the API lock; the sets of concurrent exchanges
+// (MPI_THREAD_MULTIPLE) are chained.
+struct LeanRecv {
+    uint32_t ctx;
+    int src;        // rank in the communicator, as frames name it
+    int world_src;  // the same peer's world rank (failure check)
+    int tag;
+    void* buf;
+    int64_t cap;
+    uint8_t state;
+};
+struct LeanSet {
+    LeanRecv* v = nullptr;
+    int n = 0;
+    int left = 0;  // entries not done
+    LeanSet* next = nullptr;
+    LeanSet* prev = nullptr;
+};
+void lean_post(LeanSet* s);
+void lean_unpost(LeanSet* s);
 // Whether rank `peer` of `comm` is known to have failed (a requestless wait that only polls
 // recv_now must stop then and let a request report the failure).
 bool peer_dead(const Comm* comm, int peer);

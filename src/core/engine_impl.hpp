@@ -129,6 +129,8 @@ public:
     std::vector<char> owed_listed;
     bool credit_due = false;
     int64_t credit_due_at = 0;
+    LeanSet* lean_head = nullptr;  // lean receives posted (engine.hpp), usually none or one set
+    LeanRecv* lean_match(const Hdr& h, uint64_t len, Inbound& in);
     std::vector<Inbound> inbound;                // slot 0 of each peer
     std::unordered_map<uint64_t, Inbound> inbound_slots;  // peer << 8 | slot, slots > 0
     Inbound& inbound_of(int peer, unsigned slot) {
