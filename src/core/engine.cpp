@@ -522,7 +522,8 @@ void lean_post(LeanSet* s) {
 void lean_unpost(LeanSet* s) {
     // A frame still arriving writes into the entry's buffer until its last byte: wait for it
     // (a live peer's frame is already on its way), unless the peer failed and no byte will come.
-    for (;;) {
+    // (left == 0: every entry is done, none arriving.)
+    for (; s->left > 0;) {
         bool arriving = false;
         for (int i = 0; i < s->n; ++i)
             if (s->v[i].state == 1 && !g->dead[s->v[i].world_src]) arriving = true;
