@@ -11,8 +11,10 @@
 # its samples (coll_bench.c explains the sampling); with -r R repetitions the table shows, per
 # MPI and size, the lowest of the R medians, so one disturbed run does not decide a row.
 #
-# Criterion (issue 3): at 4 ranks, Allreduce, Bcast and Alltoall within 1.5x of the faster of
-# MPICH and Open MPI for every size: those rows say PASS or FAIL; other rows are informational.
+# Criteria: at 4 ranks, Allreduce, Bcast and Alltoall within 1.5x of the faster of MPICH and
+# Open MPI for every size (issue 3); at 2 ranks, Barrier, Allreduce, Alltoall and Allgather of
+# 8-64 B within 1.2x of Open MPI (issue 16; column "vs Open MPI"). Those rows say PASS or FAIL;
+# other rows are informational.
 #
 # First calls (issue 16): -f also runs bench/first_calls.c (the first 2,000 calls of an 8 B
 # collective right after MPI_Init, timed one by one) with each MPI, same interleaving, and prints
@@ -171,11 +173,12 @@ done
 
 # ---- table --------------------------------------------------------------------------------------
 table="$out/compare-coll.md"
-awk -v mpis="$mpis" -v crit="allreduce bcast alltoall" '
+awk -v mpis="$mpis" -v crit="allreduce bcast alltoall" -v crit2="barrier allreduce alltoall allgather" '
 function fmt(v) { return v == "" ? "n/a" : sprintf("%.2f", v) }
 BEGIN {
     n = split(mpis, M, " ")
     split(crit, C, " "); for (i in C) iscrit[C[i]] = 1
+    split(crit2, C, " "); for (i in C) iscrit2[C[i]] = 1
 }
 {
     k = $2 SUBSEP $3 SUBSEP $4
@@ -186,10 +189,10 @@ BEGIN {
 END {
     printf "| coll | ranks | bytes |"
     for (i = 1; i <= n; i++) printf " %s (us) |", M[i]
-    printf " ratio | verdict |\n|---|---|---|"
+    printf " ratio | vs Open MPI | verdict |\n|---|---|---|"
     for (i = 1; i <= n; i++) printf "---|"
-    printf "---|---|\n"
-    pass = fail = 0
+    printf "---|---|---|\n"
+    pass = fail = pass2 = fail2 = 0
     for (j = 1; j <= nk; j++) {
         split(order[j], f, SUBSEP)
         w = best["wanmpi" SUBSEP order[j]]
@@ -200,17 +203,26 @@ END {
                 if (v != "" && (other == "" || v + 0 < other + 0)) other = v
             }
         ratio = (w != "" && other != "" && other > 0) ? w / other : ""
+        o = best["openmpi" SUBSEP order[j]]
+        ratio_o = (w != "" && o != "" && o > 0) ? w / o : ""
         verdict = "-"
         if (f[1] == 4 && (f[2] in iscrit)) {
             if (ratio == "") verdict = "n/a"
             else if (ratio <= 1.5) { verdict = "PASS"; pass++ }
             else { verdict = "FAIL"; fail++ }
         }
+        if (f[1] == 2 && (f[2] in iscrit2) && f[3] + 0 <= 64) {
+            if (ratio_o == "") verdict = "n/a"
+            else if (ratio_o <= 1.2) { verdict = "PASS"; pass2++ }
+            else { verdict = "FAIL"; fail2++ }
+        }
         printf "| %s | %s | %s |", f[2], f[1], f[3]
         for (i = 1; i <= n; i++) printf " %s |", fmt(best[M[i] SUBSEP order[j]])
-        printf " %s | %s |\n", ratio == "" ? "n/a" : sprintf("%.2f", ratio), verdict
+        printf " %s | %s | %s |\n", ratio == "" ? "n/a" : sprintf("%.2f", ratio),
+               ratio_o == "" ? "n/a" : sprintf("%.2f", ratio_o), verdict
     }
     printf "\nCriterion (4 ranks; allreduce, bcast, alltoall; wanmpi <= 1.5x the faster other MPI): %d PASS, %d FAIL\n", pass, fail
+    printf "Criterion (2 ranks; barrier, allreduce, alltoall, allgather, 8-64 B; wanmpi <= 1.2x Open MPI): %d PASS, %d FAIL\n", pass2, fail2
 }' < <(sort -k2,2n -k3,3 -k4,4n "$results") | tee "$table"
 echo "(raw runs and this table: $out)" >&2
 if [ "$strict" = 1 ] && grep -q '| FAIL |' "$table"; then exit 1; fi

@@ -269,8 +269,7 @@ Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove) {
     return u;
 }
 
-void Engine::seq_release(int world_src, uint32_t ctx, uint64_t seq, uint64_t next) {
-    if (next <= seq + 1) return;
+void Engine::seq_release_gap(int world_src, uint32_t ctx, uint64_t seq, uint64_t next) {
     // Numbers seq+1 .. next-1 were waiting in the unexpected queue for this one: only wildcard
     // receives could not take them, so offer them to the posted queue now, lowest first.
     std::vector<Unexp*> freed;

@@ -141,7 +141,11 @@ public:
     // After the numbered message `seq` arrived (SeqWindows::arrive returned `next`) and was
     // placed: offer the messages its arrival freed of a gap to the posted receives, in number
     // order (no-op for seq 0 or no gap filled).
-    void seq_release(int world_src, uint32_t ctx, uint64_t seq, uint64_t next);
+    // (Inline test, out-of-line work: every arriving message calls it, almost always for nothing.)
+    void seq_release(int world_src, uint32_t ctx, uint64_t seq, uint64_t next) {
+        if (next > seq + 1) seq_release_gap(world_src, ctx, seq, next);
+    }
+    void seq_release_gap(int world_src, uint32_t ctx, uint64_t seq, uint64_t next);
     std::vector<char> dead;
     std::vector<std::string> dead_why;
     bool quiescing = false;              // in MPI_Finalize after the last fence: EOFs expected
