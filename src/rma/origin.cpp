@@ -50,14 +50,22 @@ core::Request* post_recv(Window* w, int src, int tag, void* buf, int64_t count, 
     return post(w, core::ReqKind::recv, src, tag, buf, count, dt, err);
 }
 
-int send_reply(Window* w, int origin, int tag, std::unique_ptr<char[]> buf, int64_t bytes) {
-    int err = MPI_SUCCESS;
-    core::Request* r = post(w, core::ReqKind::send, origin, tag, buf.get(), bytes, MPI_BYTE, &err);
+int send_reply(Window* w, int origin, int tag, const char* data, int64_t bytes,
+               std::unique_ptr<char[]> keep) {
+    bool sent = false;
+    int err = core::send_now(w->comm, w->comm->ctx, origin, tag, data, bytes, &sent);
+    if (err != MPI_SUCCESS || sent) return err;
+    if (!keep && bytes > 0) {
+        keep.reset(new char[size_t(bytes)]);
+        std::memcpy(keep.get(), data, size_t(bytes));
+    }
+    core::Request* r = post(w, core::ReqKind::send, origin, tag, keep.get(), bytes, MPI_BYTE,
+                            &err);
     if (!r) return err;
     if (r->complete)
         core::request_release(r);
     else
-        w->tsends.push_back(Window::TSend{r, std::move(buf)});
+        w->tsends.push_back(Window::TSend{r, std::move(keep)});
     return MPI_SUCCESS;
 }
 
@@ -72,15 +80,31 @@ static void track(Window* w, core::Request* r, int target, std::unique_ptr<char[
     w->out.push_back(std::move(o));
 }
 
-int send_ctrl(Window* w, int target, const Hdr& h) {
-    std::unique_ptr<char[]> buf(new char[kHdrBytes]);
-    hdr_encode(h, reinterpret_cast<uint8_t*>(buf.get()));
-    int err = MPI_SUCCESS;
-    core::Request* r = post(w, core::ReqKind::send, target, kTagHdr, buf.get(), kHdrBytes,
-                            MPI_BYTE, &err);
+// Sends the `len` bytes at `msg` (header messages) to `target` with kTagHdr: at once without a
+// request when the engine takes the frame (core::send_now; then complete locally), else as a
+// send tracked in w->out from `keep` (the heap buffer holding `msg`) or a copy. *sent says
+// which. Order is kept either way: send_now declines while earlier frames to the target wait
+// in the transport's queue.
+static int send_hdr(Window* w, int target, const char* msg, int64_t len,
+                    std::unique_ptr<char[]> keep, core::Request* user, bool* sent) {
+    int err = core::send_now(w->comm, w->comm->ctx, target, kTagHdr, msg, len, sent);
+    if (err != MPI_SUCCESS || *sent) return err;
+    if (!keep) {
+        keep.reset(new char[size_t(len)]);
+        std::memcpy(keep.get(), msg, size_t(len));
+    }
+    core::Request* r = post(w, core::ReqKind::send, target, kTagHdr, keep.get(), len, MPI_BYTE,
+                            &err);
     if (!r) return err;
-    track(w, r, target, std::move(buf));
+    track(w, r, target, std::move(keep), user);
     return MPI_SUCCESS;
+}
+
+int send_ctrl(Window* w, int target, const Hdr& h) {
+    char buf[kHdrBytes];
+    hdr_encode(h, reinterpret_cast<uint8_t*>(buf));
+    bool sent = false;
+    return send_hdr(w, target, buf, kHdrBytes, nullptr, nullptr, &sent);
 }
 
 static void finish_user(core::Request* u, const core::Request* r) {
@@ -139,6 +163,10 @@ int round_trip(Window* w, const std::vector<int>& targets, Msg type, uint8_t fla
     std::atomic_thread_fence(std::memory_order_seq_cst);  // direct stores before the message
     for (int t : targets) {
         if (only_dirty && !w->dirty[size_t(t)]) continue;
+        if (type == Msg::flush && w->dirty[size_t(t)] == kDirtyReply) {
+            w->dirty[size_t(t)] = 0;  // the awaited reply is the answer (Window::dirty)
+            continue;
+        }
         Hdr h;
         h.type = type;
         h.flags = flags;
@@ -172,8 +200,12 @@ void local_progress() {
 }
 
 int flush(Window* w, int target) {
-    if (!w->dirty[size_t(target)]) {  // nothing sent since the last flush (direct operations)
-        local_progress();
+    uint8_t& d = w->dirty[size_t(target)];
+    // Nothing sent since the last flush (direct operations), or the last message was a
+    // fetching operation whose reply implies remote completion (Window::dirty).
+    if (d != kDirtyFlush) {
+        if (d == 0) local_progress();
+        d = 0;
         int err = wait_target(w, target);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         return err;
@@ -499,8 +531,16 @@ int win_op(const OpArgs& a) {
         user = nullptr;
     }
     int64_t len = kHdrBytes + (runs_inline ? rbytes : 0) + (payload_inline ? pbytes : 0);
-    std::unique_ptr<char[]> msg(new char[size_t(len)]);
-    hdr_encode(h, reinterpret_cast<uint8_t*>(msg.get()));
+    // Built on the stack when small (one element's accumulate, fetch_and_op, compare_and_swap):
+    // send_hdr copies it only if the engine cannot take it at once.
+    char small[256];
+    std::unique_ptr<char[]> heap;
+    char* msg = small;
+    if (len > int64_t(sizeof small)) {
+        heap.reset(new char[size_t(len)]);
+        msg = heap.get();
+    }
+    hdr_encode(h, reinterpret_cast<uint8_t*>(msg));
     auto put_runs = [&runs](char* p) {
         auto* b = reinterpret_cast<uint8_t*>(p);
         for (const Run& r : runs) {
@@ -510,17 +550,22 @@ int win_op(const OpArgs& a) {
             b += kRunBytes;
         }
     };
-    if (runs_inline) put_runs(msg.get() + kHdrBytes);
+    if (runs_inline) put_runs(msg + kHdrBytes);
     if (payload_inline && pbytes > 0) {
-        char* p = msg.get() + kHdrBytes + rbytes;
+        char* p = msg + kHdrBytes + rbytes;
         core::pack(*odt, a.obuf, a.ocount, p);
         if (a.type == Msg::cas) core::pack(*odt, a.cbuf, 1, p + tbytes);
     }
     bool more = !runs_inline || (!payload_inline && pbytes > 0);
-    core::Request* r = post(w, core::ReqKind::send, a.target, kTagHdr, msg.get(), len, MPI_BYTE,
-                            &err);
-    if (!r) return err;
-    track(w, r, a.target, std::move(msg), more ? nullptr : user);
+    bool sent = false;
+    if ((err = send_hdr(w, a.target, msg, len, std::move(heap), more ? nullptr : user, &sent)) !=
+        MPI_SUCCESS)
+        return err;
+    if (sent && !more && user) {  // an R* operation without a reply: complete locally now
+        user->status = MPI_Status{};
+        user->complete = true;
+    }
+    core::Request* r = nullptr;
     if (!runs_inline) {
         std::unique_ptr<char[]> rb(new char[size_t(rbytes)]);
         put_runs(rb.get());
@@ -544,7 +589,7 @@ int win_op(const OpArgs& a) {
             track(w, r, a.target, nullptr, user);
         }
     }
-    w->dirty[size_t(a.target)] = 1;
+    w->dirty[size_t(a.target)] = fetch ? kDirtyReply : kDirtyFlush;
     reap(w);
     return MPI_SUCCESS;
 }

@@ -73,6 +73,8 @@ struct Run {
     int32_t basic;  // builtin datatype handle
 };
 
+enum : uint8_t { kDirtyFlush = 1, kDirtyReply = 2 };  // Window::dirty
+
 // ---- windows -----------------------------------------------------------------------------------
 struct Region {  // MPI_Win_attach'ed memory of a dynamic window
     uintptr_t base;
@@ -170,7 +172,12 @@ struct Window {
     bool lock_all = false;
     std::vector<uint8_t> locked;  // per target: 0, or MPI_LOCK_SHARED/EXCLUSIVE - 233 (1, 2)
     std::vector<uint8_t> nocheck; // per target: lock taken with MPI_MODE_NOCHECK
-    std::vector<uint8_t> dirty;   // per target: operations since the last flush
+    // per target: operations sent as messages since the last flush. kDirtyFlush: remote
+    // completion needs a FLUSH round trip. kDirtyReply: the last one sent was a fetching
+    // operation (get, get_accumulate, fetch_and_op, compare_and_swap) whose reply is awaited in
+    // `out`; the target answers it only after applying it and, its FIFO being in order, every
+    // operation sent before it, so waiting for that reply is the flush (no FLUSH message).
+    std::vector<uint8_t> dirty;
     std::vector<int> start_group; // PSCW access epoch targets (window ranks), empty if none
     std::vector<uint8_t> start_posted;  // per start_group entry: its POST consumed
     bool in_start = false;
@@ -266,9 +273,12 @@ char* target_addr(Window* w, int64_t disp);
 int reply_tag(Window* w);
 // Sends a header-only message to window rank `target` (sync messages); error code or success.
 int send_ctrl(Window* w, int target, const Hdr& h);
-// Sends `bytes` from `buf` (owned by the callee from then on) to `target` with `tag`, tracked
-// in w->tsends until the engine is done with it (target-side replies).
-int send_reply(Window* w, int origin, int tag, std::unique_ptr<char[]> buf, int64_t bytes);
+// Sends the `bytes` at `data` to `origin` with `tag` (target-side replies): at once without a
+// request when the engine takes the frame (core::send_now), else as a send tracked in
+// w->tsends until the engine is done with it, from `keep` (the heap buffer holding `data`, owned
+// by the callee from then on) or, without one, from a copy. `data` may be reused on return.
+int send_reply(Window* w, int origin, int tag, const char* data, int64_t bytes,
+               std::unique_ptr<char[]> keep = nullptr);
 // Posts a receive for a reply; returns the request (the caller waits on it) or nullptr + *err.
 core::Request* post_recv(Window* w, int src, int tag, void* buf, int64_t count, MPI_Datatype dt,
                          int* err);

@@ -305,7 +305,7 @@ static int lock_targets(Window* w, const std::vector<int>& targets, bool excl) {
 // is held at the target, and a flush gives the remote completion.
 static int unlock_targets(Window* w, const std::vector<int>& targets, bool excl, bool nocheck) {
     if (nocheck) {
-        for (int t : targets) w->dirty[size_t(t)] = 1;
+        for (int t : targets) w->dirty[size_t(t)] = kDirtyFlush;
         return flush_many(w, targets);
     }
     // Ranks on this host: direct operations are complete already; operations sent as messages

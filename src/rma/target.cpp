@@ -75,14 +75,21 @@ int hook() {
 
 bool done_req(void* r) { return static_cast<core::Request*>(r)->complete; }
 
-int post_hdr(Window* w) {
-    core::Request* r = core::request_new(core::ReqKind::recv);
-    if (!r) return core::make_error(MPI_ERR_INTERN, "out of request handles");
-    int rc = core::request_setup(r, w->hdr_buf.get(), kInlineMax, MPI_BYTE, MPI_ANY_SOURCE,
+// The header receive is set up once and started again after each header (core::start resets a
+// request's state): no request handle, datatype or communicator lookups per operation. `r` is
+// the completed one to restart, or nullptr for the first.
+int post_hdr(Window* w, core::Request* r = nullptr) {
+    int rc = MPI_SUCCESS;
+    if (!r) {
+        r = core::request_new(core::ReqKind::recv);
+        if (!r) return core::make_error(MPI_ERR_INTERN, "out of request handles");
+        rc = core::request_setup(r, w->hdr_buf.get(), kInlineMax, MPI_BYTE, MPI_ANY_SOURCE,
                                  kTagHdr, w->comm, core::Mode::standard);
+    }
     if (rc == MPI_SUCCESS) rc = core::start(r);
     if (rc != MPI_SUCCESS) {
         core::request_release(r);
+        w->hdr_req = nullptr;
         return rc;
     }
     w->hdr_req = r;
@@ -240,9 +247,14 @@ int try_grant_waiters(Window* w) {
     return n;
 }
 
-// Applies an operation whose runs and payload are all here.
-void apply(Window* w, int origin, TargetOp& t) {
-    const Hdr& h = t.h;
+// Replies of at most this many bytes are built on the stack (send_reply copies them if the
+// engine cannot take them at once).
+constexpr int64_t kStackReply = 256;
+
+// Applies an operation whose runs and payload are all here: `payload` the packed payload,
+// `direct` a put already received into window memory.
+void apply(Window* w, int origin, const Hdr& h, const std::vector<Run>& runs,
+           const char* payload, bool direct) {
     switch (h.type) {
     case Msg::lock:
         w->lock_waiters.push_back(Window::Waiter{origin, h.reply_tag, (h.flags & kFlagExclusive) != 0});
@@ -269,7 +281,6 @@ void apply(Window* w, int origin, TargetOp& t) {
         break;
     }
     char* addr = target_addr(w, h.disp);
-    const std::vector<Run>& runs = runs_of(t);
     if (w->flavor == MPI_WIN_FLAVOR_DYNAMIC && !attached(w->regions, addr, runs)) {
         // Erroneous program (MPI 3.1 §11.2.4): no attached memory there. Nothing is written;
         // a fetching operation still gets an answer (zeros) so its origin does not hang.
@@ -278,37 +289,45 @@ void apply(Window* w, int origin, TargetOp& t) {
         if (h.rbytes > 0 || h.type == Msg::get) {
             int64_t n = h.type == Msg::get ? h.bytes : h.rbytes;
             std::unique_ptr<char[]> z(new char[size_t(std::max<int64_t>(n, 1))]());
-            send_reply(w, origin, h.reply_tag, std::move(z), n);
+            send_reply(w, origin, h.reply_tag, z.get(), n, std::move(z));
         }
         return;
     }
-    const char* payload = t.data.get();
+    // The reply of a fetching operation: on the stack when small (the latency case: one
+    // element of fetch_and_op / compare_and_swap), else a heap buffer the send may keep.
+    char small[kStackReply];
+    std::unique_ptr<char[]> big;
+    auto reply_buf = [&](int64_t n) {
+        if (n <= kStackReply) return small;
+        big.reset(new char[size_t(n)]);
+        return big.get();
+    };
     switch (h.type) {
     case Msg::put:
-        if (!t.direct) scatter(addr, runs, payload);
+        if (!direct) scatter(addr, runs, payload);
         break;
     case Msg::get: {
-        std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(h.bytes, 1))]);
-        gather(addr, runs, buf.get());
-        send_reply(w, origin, h.reply_tag, std::move(buf), h.bytes);
+        char* buf = reply_buf(h.bytes);
+        gather(addr, runs, buf);
+        send_reply(w, origin, h.reply_tag, buf, h.bytes, std::move(big));
         break;
     }
     case Msg::acc:
         acc_apply(w, addr, runs, payload, h.op, nullptr);
         break;
     case Msg::get_acc: {
-        std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(h.rbytes, 1))]);
-        acc_apply(w, addr, runs, payload, h.op, buf.get());
-        send_reply(w, origin, h.reply_tag, std::move(buf), h.rbytes);
+        char* buf = reply_buf(h.rbytes);
+        acc_apply(w, addr, runs, payload, h.op, buf);
+        send_reply(w, origin, h.reply_tag, buf, h.rbytes, std::move(big));
         break;
     }
     case Msg::cas: {
         // payload: the new value, then the compare value; one element of runs[0].basic.
         int64_t n = h.rbytes;
-        std::unique_ptr<char[]> buf(new char[size_t(std::max<int64_t>(n, 1))]);
+        char* buf = reply_buf(n);
         if (!runs.empty() && runs[0].off == 0 && n > 0)
-            cas_apply(w, addr, runs[0].basic, payload, payload + n, buf.get());
-        send_reply(w, origin, h.reply_tag, std::move(buf), n);
+            cas_apply(w, addr, runs[0].basic, payload, payload + n, buf);
+        send_reply(w, origin, h.reply_tag, buf, n, std::move(big));
         break;
     }
     default:
@@ -333,7 +352,7 @@ void drain(Window* w, int origin) {
             core::request_release(t.data_req);
             t.data_req = nullptr;
         }
-        apply(w, origin, t);
+        apply(w, origin, t.h, runs_of(t), t.data.get(), t.direct);
         q.pop_front();
     }
 }
@@ -360,6 +379,25 @@ void on_header(Window* w, int origin, const char* msg, int64_t len) {
     t.h = hdr_decode(reinterpret_cast<const uint8_t*>(msg));
     const char* p = msg + kHdrBytes;
     const char* end = msg + len;
+    auto& q = w->fifo[size_t(origin)];
+    bool has_payload = t.h.bytes > 0 &&
+                       (t.h.type == Msg::put || t.h.type == Msg::acc || t.h.type == Msg::cas ||
+                        t.h.type == Msg::get_acc);
+    if (q.empty() && (t.h.basic != 0 || t.h.count == 0) &&
+        (!has_payload || (t.h.flags & kFlagPayloadInline))) {
+        // The whole operation is in this message and nothing of its origin waits before it
+        // (the latency case: one small accumulate, fetch_and_op or compare_and_swap): applied
+        // from the message itself, without a TargetOp, a queue entry or a copy of the payload.
+        static std::vector<Run> one(1);  // (apply never re-enters: no poll inside)
+        static const std::vector<Run> none;
+        if (has_payload && p + t.h.bytes > end) {
+            WANMPI_LOG(error, "rma: truncated payload from rank %d; ignored", origin);
+            return;
+        }
+        one[0] = Run{0, t.h.count, t.h.basic};
+        apply(w, origin, t.h, t.h.basic != 0 ? one : none, has_payload ? p : nullptr, false);
+        return;
+    }
     if (t.h.basic == 0 && t.h.count > 0) {
         if (t.h.flags & kFlagRunsInline) {
             if (p + t.h.count * kRunBytes > end) {
@@ -373,9 +411,6 @@ void on_header(Window* w, int origin, const char* msg, int64_t len) {
             t.runs_req = post_data(w, origin, t.runs_buf.get(), t.h.count * kRunBytes);
         }
     }
-    bool has_payload = t.h.bytes > 0 &&
-                       (t.h.type == Msg::put || t.h.type == Msg::acc || t.h.type == Msg::cas ||
-                        t.h.type == Msg::get_acc);
     if (has_payload) {
         if (t.h.flags & kFlagPayloadInline) {
             if (p + t.h.bytes > end) {
@@ -394,7 +429,7 @@ void on_header(Window* w, int origin, const char* msg, int64_t len) {
             t.data_req = post_data(w, origin, t.data.get(), t.h.bytes);
         }
     }
-    w->fifo[size_t(origin)].push_back(std::move(t));
+    q.push_back(std::move(t));
     drain(w, origin);
 }
 
@@ -413,7 +448,6 @@ int progress_window(Window* w) {
     int n = 0;
     while (w->hdr_req && w->hdr_req->complete) {
         core::Request* r = w->hdr_req;
-        w->hdr_req = nullptr;
         // Status fields as engine.cpp sets them: count in count_lo and the low 31 bits of
         // count_hi_and_cancelled, bit 31 the cancelled flag (MPI_Win_free cancels the receive).
         bool cancelled = (uint32_t(r->status.count_hi_and_cancelled) & 0x80000000u) != 0 ||
@@ -421,15 +455,18 @@ int progress_window(Window* w) {
         int src = r->status.MPI_SOURCE;
         int64_t len = int64_t(uint32_t(r->status.count_lo)) |
                       (int64_t(r->status.count_hi_and_cancelled & 0x7fffffff) << 32);
-        core::request_release(r);
-        if (cancelled) break;
-        // Copy out: the buffer is reused for the next header at once.
-        std::unique_ptr<char[]> msg(new char[size_t(std::max<int64_t>(len, kHdrBytes))]);
-        std::memcpy(msg.get(), w->hdr_buf.get(), size_t(len));
-        if (post_hdr(w) != MPI_SUCCESS)
-            WANMPI_LOG(error, "rma: cannot post the header receive of window %s", w->name.c_str());
+        if (cancelled) {
+            core::request_release(r);
+            w->hdr_req = nullptr;
+            break;
+        }
+        // Taken from the receive buffer in place, before the receive is started again: until
+        // then nothing can be written into it (on_header polls nothing), and it keeps nothing
+        // of the message but copies (a queued operation's runs and payload).
         if (len >= kHdrBytes && src >= 0 && src < w->nranks)
-            on_header(w, src, msg.get(), len);
+            on_header(w, src, w->hdr_buf.get(), len);
+        if (post_hdr(w, r) != MPI_SUCCESS)
+            WANMPI_LOG(error, "rma: cannot post the header receive of window %s", w->name.c_str());
         ++n;
     }
     if (!w->lock_waiters.empty()) n += try_grant_waiters(w);

@@ -2,7 +2,8 @@
  * create, allocate, dynamic, shared): fence, post/start/complete/wait (and test), lock
  * exclusive (a read-modify-write counter that only mutual exclusion keeps exact), lock shared
  * with accumulates, lock_all with flush and flush_local, and the request-based Rput/Rget/
- * Raccumulate/Rget_accumulate. */
+ * Raccumulate/Rget_accumulate, and a flush after a fetching operation (remote completion of what
+ * came before it). */
 #include "rmatest.h"
 
 #define N 64
@@ -129,6 +130,59 @@ static void lock_all_test(rt_win *w) {
     }
 }
 
+/* MPI_Win_flush after a fetching operation: it must also complete at the target everything this
+ * origin sent before the fetch, here a put too large to travel in one message (its data follows
+ * its header; with WANMPI_RMA_DIRECT=0 it is a message on every flavor) and an accumulate. Each
+ * rank writes into its right neighbour and flushes; after a barrier, while those epochs are still
+ * open (so no unlock can have completed anything), every rank reads with MPI_Get the memory of
+ * the rank two to its right, written by a third rank (with 3 or more ranks), so nothing the writer
+ * sent after its flush can have pushed the data in ahead of the read, and checks its own. */
+static void flush_after_fetch_test(const char *flavor, MPI_Comm comm) {
+    enum { M = 1 << 20 }; /* 4 MiB: over tcp its data arrives milliseconds after its header */
+    rt_win w = rt_win_make(flavor, M * sizeof(int), sizeof(int), comm);
+    int *mem = (int *)w.base, *src = (int *)malloc(M * sizeof(int));
+    int *chk = (int *)malloc(M * sizeof(int));
+    int right = (rt_rank + 1) % rt_size, left = (rt_rank + rt_size - 1) % rt_size;
+    int far = (rt_rank + 2) % rt_size; /* written by `right` */
+    for (int i = 0; i < M; ++i) mem[i] = 0;
+    mem[M - 1] = 42;
+    MPI_Win_sync(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int round = 1; round <= 3; ++round) {
+        int one = 1, got = -1;
+        for (int i = 0; i < M - 2; ++i) src[i] = rt_rank * 100 + round + i % 1000;
+        MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w.win);
+        MPI_Put(src, M - 2, MPI_INT, right, rt_disp(&w, right, 0, 4), M - 2, MPI_INT, w.win);
+        MPI_Accumulate(&one, 1, MPI_INT, right, rt_disp(&w, right, M - 2, 4), 1, MPI_INT, MPI_SUM,
+                       w.win);
+        MPI_Fetch_and_op(NULL, &got, MPI_INT, right, rt_disp(&w, right, M - 1, 4), MPI_NO_OP,
+                         w.win);
+        MPI_Win_flush(right, w.win);
+        CHECK(got == 42, "round %d: fetched %d, want 42", round, got);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (far != right) MPI_Win_lock(MPI_LOCK_SHARED, far, 0, w.win);
+        MPI_Get(chk, M - 2, MPI_INT, far, rt_disp(&w, far, 0, 4), M - 2, MPI_INT, w.win);
+        MPI_Win_flush(far, w.win);
+        if (far != right) MPI_Win_unlock(far, w.win);
+        int bad = 0;
+        for (int i = 0; i < M - 2; ++i) bad += chk[i] != right * 100 + round + i % 1000;
+        CHECK(bad == 0, "round %d: %d elements of rank %d's put to rank %d missing after its "
+              "flush", round, bad, right, far);
+        MPI_Win_sync(w.win);
+        bad = 0;
+        for (int i = 0; i < M - 2; ++i) bad += mem[i] != left * 100 + round + i % 1000;
+        CHECK(bad == 0, "round %d: %d elements of the put from rank %d missing after its flush",
+              round, bad, left);
+        CHECK(mem[M - 2] == round, "round %d: accumulated %d, want %d", round, mem[M - 2], round);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_unlock(right, w.win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(src);
+    free(chk);
+    rt_win_free(&w);
+}
+
 int main(int argc, char **argv) {
     rt_init(&argc, &argv);
     const char *flavor = argc > 1 ? argv[1] : "create";
@@ -152,6 +206,7 @@ int main(int argc, char **argv) {
         lock_test(&w);
         lock_all_test(&w);
         rt_win_free(&w);
+        flush_after_fetch_test(flavor, comm);
     }
     if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
     return rt_finish();
