@@ -7,6 +7,9 @@
 # which the latencies do). Needs valgrind. Takes 1-3 minutes per MPI.
 #
 #   bench/count-onesided.sh [--build BUILD] [--out FILE]   (MPIS="wanmpi openmpi mpich" to choose)
+#   WINDOW=create counts the loops on an MPI_Win_create window instead (user memory: accumulates,
+#   fetch-and-ops and compare-and-swaps are messages the target applies, so rank 0's counts
+#   include its polling while it waits for the replies: compare them with care).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build; out=""
@@ -39,7 +42,7 @@ done_mpis=()
 for m in "${mpis[@]}"; do
     command -v "${cc[$m]}" >/dev/null || continue
     "${cc[$m]}" -O2 -g -o "$work/$m" "$top/bench/rma_instr.c" || continue
-    CGOUT=$work/$m.cg ${run[$m]} "$work/vg.sh" "$work/$m" > "$work/$m.log" 2>&1
+    CGOUT=$work/$m.cg ${run[$m]} "$work/vg.sh" "$work/$m" ${WINDOW:-allocate} > "$work/$m.log" 2>&1
     [[ -s $work/$m.cg ]] || { echo "# $m: no callgrind output (see its log)"; continue; }
     # inclusive cost of each loop function / 20000 iterations
     callgrind_annotate --inclusive=yes "$work/$m.cg" 2>/dev/null |
@@ -49,7 +52,7 @@ for m in "${mpis[@]}"; do
     done_mpis+=("$m")
 done
 {
-    echo "# instructions per iteration, rank 0 (callgrind); $(date -u +%F) build=$build"
+    echo "# instructions per iteration, rank 0 (callgrind), ${WINDOW:-allocate} window; $(date -u +%F) build=$build"
     printf '%-18s' loop; for m in "${done_mpis[@]}"; do printf '%10s' "$m"; done; echo
     cut -d' ' -f1 "$work/${done_mpis[0]}.txt" | while read -r l; do
         printf '%-18s' "$l"

@@ -1,10 +1,13 @@
 /* The loops of OSU's one-sided latency benchmarks (osu_put/get/acc/fop/cas_latency: 8 bytes of
- * MPI_CHAR, one element for fop and cas) on an MPI_Win_allocate window, rank 0 -> rank 1 on one
- * host, each loop in its own function so that callgrind's inclusive cost of the function divided
- * by N is the cost of one iteration (bench/count-onesided.sh). Standard MPI only: the same source
- * is counted under wanmpi, MPICH and Open MPI. Rank 1 waits in MPI_Barrier meanwhile. */
+ * MPI_CHAR, one element for fop and cas) on an MPI_Win_allocate window (argument "create": an
+ * MPI_Win_create window on malloc'd memory, as OSU's -w create), rank 0 -> rank 1 on one host,
+ * each loop in its own function so that callgrind's inclusive cost of the function divided by N
+ * is the cost of one iteration (bench/count-onesided.sh). Standard MPI only: the same source is
+ * counted under wanmpi, MPICH and Open MPI. Rank 1 waits in MPI_Barrier meanwhile. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define N 20000
 static MPI_Win win;
@@ -44,10 +47,15 @@ LOOP(cas_lock_all, ALL(CAS))
 
 int main(int argc, char **argv) {
     int rank;
-    char *base;
+    char *base, *mem = NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Win_allocate(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    if (argc > 1 && strcmp(argv[1], "create") == 0) {
+        base = mem = calloc(4096, 1);
+        MPI_Win_create(base, 4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    } else {
+        MPI_Win_allocate(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
@@ -68,6 +76,7 @@ int main(int argc, char **argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);
+    free(mem);
     if (rank == 0) printf(" No Errors\n");
     MPI_Finalize();
     return 0;
