@@ -7,7 +7,8 @@
 #   bench/compare-onesided.sh --osu DIR [--build BUILD] [--quick] [--out FILE]
 #   (ITERS=n, BW_ITERS=n: iterations per latency / bandwidth run; defaults 2000 / 100, --quick 300 / 20)
 #   (BENCHES, WINDOWS, SYNCS, MPIS: space-separated subsets, to repeat noisy lines; REPEAT=n runs
-#    each MPI n times per line and keeps its best number)
+#    each MPI n times per line, the MPIs taking turns, and keeps its best number, or with
+#    STAT=median the median: on a shared machine the median of 7-10 alternating runs is steadier)
 #
 # Prints one line per (benchmark, window, sync): the latency of SIZE-byte operations in us (the
 # bandwidth benchmarks: MB/s at BW_SIZE bytes; fop and cas: one element of MPI_CHAR, their only
@@ -45,6 +46,8 @@ read -r -a benches <<< "${BENCHES:-${all_benches[*]}}"
 read -r -a windows <<< "${WINDOWS:-allocate create dynamic}"
 read -r -a syncs <<< "${SYNCS:-flush lock lock_all fence pscw flush_local}"
 repeat=${REPEAT:-1}
+stat=${STAT:-best}
+[[ $stat == best || $stat == median ]] || { echo "STAT: best or median" >&2; exit 2; }
 
 build_osu() {  # $1 = mpicc, $2 = output dir
     local cc=$1 dir=$2 u=$osu/c/util
@@ -80,29 +83,34 @@ one_run() {  # mpi bench win sync
             2>/dev/null | awk '$1 ~ /^[0-9]+$/ && NF == 2 { v = $2 } END { print v }')
     echo "${v:-fail}"
 }
-# The best of REPEAT runs (lowest latency, highest bandwidth); "fail" if none finished.
-one() {  # mpi bench win sync
-    [[ -n ${run_cmd[$1]:-} ]] || { echo n/a; return; }
-    local best="" v i
-    for ((i = 0; i < repeat; i++)); do
-        v=$(one_run "$@")
-        [[ $v == fail ]] && continue
-        best=$(awk -v a="$best" -v b="$v" -v bw="${2##*_}" 'BEGIN {
-            if (a == "" || (bw == "bw" ? b + 0 > a + 0 : b + 0 < a + 0)) print b; else print a }')
-    done
-    echo "${best:-fail}"
+# One number from a line's runs of one MPI (bench, then the values): the best (lowest latency,
+# highest bandwidth) or the median of those that finished; "fail" if none did.
+pick() {
+    local b=$1; shift
+    printf '%s\n' "$@" | grep -v '^fail$' | sort -g | awk -v stat="$stat" -v bw="${b##*_}" '
+        { v[NR] = $1 }
+        END { if (NR == 0) { print "fail"; exit }
+              if (stat == "median") printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              else print (bw == "bw" ? v[NR] : v[1]) }'
 }
 
 {
 echo "# load before: $(uptime)"
-echo "# ITERS=$iters BW_ITERS=$bw_iters REPEAT=$repeat build=$build"
+echo "# ITERS=$iters BW_ITERS=$bw_iters REPEAT=$repeat STAT=$stat build=$build"
 printf "%-16s %-9s %-12s %10s %10s %10s %8s\n" bench window sync wanmpi mpich openmpi ratio
 fails=0; target_ok=1
 for b in "${benches[@]}"; do
     for w in "${windows[@]}"; do
         for s in "${syncs[@]}"; do
-            declare -A r=()
-            for m in "${mpis[@]}"; do r[$m]=$(one "$m" "$b" "$w" "$s"); done
+            declare -A r=() vals=()
+            for ((i = 0; i < repeat; i++)); do
+                for m in "${mpis[@]}"; do
+                    [[ -n ${run_cmd[$m]:-} ]] && vals[$m]+="$(one_run "$m" "$b" "$w" "$s") "
+                done
+            done
+            for m in "${mpis[@]}"; do
+                if [[ -n ${run_cmd[$m]:-} ]]; then r[$m]=$(pick "$b" ${vals[$m]}); else r[$m]=n/a; fi
+            done
             ratio=$(awk -v a="${r[wanmpi]:-n/a}" -v b="${r[mpich]:-n/a}" -v c="${r[openmpi]:-n/a}" -v bw="${b##*_}" '
                 function num(x) { return x ~ /^[0-9.]+$/ }
                 BEGIN { best = "";
