@@ -15,7 +15,8 @@
 #   --class C      problem class (default A)
 #   --np N         ranks (default 4; BT and SP need a square)
 #   --rounds N     rounds (default 3): round 1 runs every MPI once, then round 2, ...; the
-#                  reported time per MPI is the median over rounds
+#                  reported time per MPI is the median over rounds (the lower middle one
+#                  for an even count)
 #   --mpis L       which MPIs (default "wanmpi mpich openmpi")
 #   --keep         keep the temporary directory (builds and raw outputs)
 # Each MPI builds its own copy of the tree (config/make.def from make.def.template, -O3 as NPB
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
         --rounds) ROUNDS=$2; shift 2 ;;
         --mpis) MPIS=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare-npb.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
