@@ -72,7 +72,13 @@ uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
     case F_EAGER:
     case F_RTS:
     case F_CANCEL_REQ:  // the engine names the message's context and tag: it follows it
-        return p.route[wanlink::lane_of(h.ctx, h.tag, p.k())];
+        // A collective context (odd: core/comm.hpp) is one stream whatever its tags, which are
+        // per-call sequence numbers and not streams of the user's: by tag, each call of a
+        // communicator went out on another lane, so its small blocks met a lane idle since the
+        // call before last and, in a rate-managed call, two lanes to one peer could each send
+        // at the peer's whole part of the budget (docs/design/lanes.md "Which lane a packet
+        // takes"). Large blocks are still striped over every lane where striping is on.
+        return p.route[wanlink::lane_of(h.ctx, (h.ctx & 1) ? 0 : h.tag, p.k())];
     case F_CTS: {
         auto it = p.firsts.find(h.sreq);
         return it != p.firsts.end() ? answer_lane_of(p, it->second.lane) : 0;
