@@ -253,8 +253,9 @@ static_assert(kSeqAnySource == MPI_ANY_SOURCE && kSeqAnyTag == MPI_ANY_TAG);
 
 // Matching (core/seq_order.hpp has the rule for numbered messages; for the others it is MPI's
 // plain first-fit in posting / arrival order).
-Request* Engine::match_posted(uint32_t ctx, int src, int tag, int world_src, uint64_t seq) {
-    Request* r = seq_match_posted(posted_head, seq_windows, ctx, src, tag, world_src, seq);
+Request* Engine::match_posted(uint32_t ctx, int src, int tag, int world_src, uint64_t seq,
+                              bool strict) {
+    Request* r = seq_match_posted(posted_head, seq_windows, ctx, src, tag, world_src, seq, strict);
     if (!r) return nullptr;
     posted_unlink(r);
     r->matched = true;
@@ -271,7 +272,8 @@ Unexp* find_unexpected(uint32_t ctx, int src, int tag, bool remove) {
 
 void Engine::seq_release_gap(int world_src, uint32_t ctx, uint64_t seq, uint64_t next) {
     // Numbers seq+1 .. next-1 were waiting in the unexpected queue for this one: only wildcard
-    // receives could not take them, so offer them to the posted queue now, lowest first.
+    // receives (and strict messages) could not take them, so offer them to the posted queue
+    // now, lowest first.
     std::vector<Unexp*> freed;
     for (Unexp* u = unexp_head; u; u = u->next)
         if (u->world_src == world_src && u->ctx == ctx && u->seq > seq && u->seq < next)
@@ -279,7 +281,7 @@ void Engine::seq_release_gap(int world_src, uint32_t ctx, uint64_t seq, uint64_t
     std::sort(freed.begin(), freed.end(), [](Unexp* a, Unexp* b) { return a->seq < b->seq; });
     for (Unexp* u : freed) {
         if (u->waiter) continue;  // taken meanwhile (its payload is still arriving)
-        Request* r = match_posted(u->ctx, u->src, u->tag, u->world_src, u->seq);
+        Request* r = match_posted(u->ctx, u->src, u->tag, u->world_src, u->seq, u->strict);
         if (!r) continue;
         unexp_unlink(u);
         receive_matched(r, u);
@@ -678,7 +680,8 @@ void* Engine::on_header_at(int peer, unsigned slot, const uint8_t* hb, uint64_t 
         // A numbered message is placed (matched or queued) before the ones its arrival frees
         // of a gap: it was sent before them.
         const uint64_t next = h.seq ? seq_windows.arrive(peer, h.ctx, h.seq) : 0;
-        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq)) {
+        const bool strict = h.seq && (h.flags & FL_STRICT);
+        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq, strict)) {
             in.kind = Inbound::Kind::direct;
             in.req = r;
             seq_release(peer, h.ctx, h.seq, next);
@@ -705,6 +708,7 @@ void* Engine::on_header_at(int peer, unsigned slot, const uint8_t* hb, uint64_t 
         u->sync = h.flags & FL_SYNC;
         u->sreq = h.sreq;
         u->seq = h.seq;
+        u->strict = strict;
         u->data = payload_new(len);
         unexp_append(u);
         in.kind = Inbound::Kind::unexp;
@@ -760,7 +764,8 @@ void Engine::on_frame_at(int peer, unsigned slot, const uint8_t* hb, const void*
     case F_RTS: {
         count_recv(peer, int64_t(h.size));
         const uint64_t next = h.seq ? seq_windows.arrive(peer, h.ctx, h.seq) : 0;
-        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq)) {
+        const bool strict = h.seq && (h.flags & FL_STRICT);
+        if (Request* r = match_posted(h.ctx, h.src, h.tag, peer, h.seq, strict)) {
             rndv_recv(r, peer, h.sreq, h.addr, int64_t(h.size));
         } else {
             Unexp* u = unexp_new();
@@ -774,6 +779,7 @@ void Engine::on_frame_at(int peer, unsigned slot, const uint8_t* hb, const void*
             u->sreq = h.sreq;
             u->addr = h.addr;
             u->seq = h.seq;
+            u->strict = strict;
             unexp_append(u);
         }
         seq_release(peer, h.ctx, h.seq, next);

@@ -124,6 +124,9 @@ struct Unexp {
     uint64_t sreq = 0;
     uint64_t addr = 0;
     uint64_t seq = 0;      // number per (world_src, ctx) from a laned wan link; 0: none
+    // Sent on two lanes (FL_STRICT): matched only once every lower number arrived, whatever the
+    // receive's tag (core/seq_order.hpp).
+    bool strict = false;
     char* data = nullptr;  // eager payload (malloc'd)
     Request* waiter = nullptr;
     Unexp* next = nullptr;

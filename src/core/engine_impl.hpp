@@ -34,7 +34,9 @@ using transport::Transport;
 enum FrameType : uint8_t {
     F_EAGER = 1, F_RTS, F_CTS, F_DATA, F_FIN, F_SYNC_ACK, F_CANCEL_REQ, F_CANCEL_RESP, F_CREDIT
 };
-enum : uint8_t { FL_SYNC = 1, FL_YES = 2 };
+// FL_STRICT (inbound only, set by the wan route): a numbered message that travelled outside its
+// (communicator, tag) stream's lane, so its stream is not FIFO for it (core/seq_order.hpp).
+enum : uint8_t { FL_SYNC = 1, FL_YES = 2, FL_STRICT = 4 };
 
 struct Hdr {
     uint8_t type = 0;
@@ -224,7 +226,8 @@ public:
                        uint64_t sreq);
     void rndv_recv(Request* r, int world_src, uint64_t sreq, uint64_t addr, int64_t size);
     void send_data(Request* r, uint64_t rreq, int64_t want);
-    Request* match_posted(uint32_t ctx, int src, int tag, int world_src = -1, uint64_t seq = 0);
+    Request* match_posted(uint32_t ctx, int src, int tag, int world_src = -1, uint64_t seq = 0,
+                          bool strict = false);
     void unexp_append(Unexp* u);
     void unexp_unlink(Unexp* u);
     void posted_append(Request* r);

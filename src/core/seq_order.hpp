@@ -13,6 +13,12 @@
 //    the lowest-numbered such message of that source, which is the one a single connection
 //    would have delivered first.
 //  - MPI_ANY_SOURCE: the same per source; any source's candidate may be taken.
+//  - a *strict* message is taken by any receive only with no gap before it, as by MPI_ANY_TAG,
+//    and then as the lowest-numbered of its stream that arrived. Once a sender has sent a
+//    message on two lanes outside its stream's lane (wan.cpp twice_lane), it marks every later
+//    message to that process strict: a stream is then no longer FIFO on one lane, so neither
+//    its own lane nor arrival order says what was sent first, only the numbers do. Messages
+//    sent before that are not strict and arrive before every strict one of their stream.
 // Posted receives are walked in posting order with the same rule. A wildcard receive that must
 // wait for a gap does not stop a later posted receive from taking the message: the missing
 // message is from the same source and context, was sent earlier and matches the wildcard
@@ -77,7 +83,8 @@ private:
 
 // May a receive for `tag` take the arrived message u (fields ctx, world_src, seq) now?
 template <class U> bool seq_visible(const SeqWindows& w, const U* u, int tag) {
-    return u->seq == 0 || tag != kSeqAnyTag || w.no_gap_before(u->world_src, u->ctx, u->seq);
+    return u->seq == 0 || (tag != kSeqAnyTag && !u->strict) ||
+           w.no_gap_before(u->world_src, u->ctx, u->seq);
 }
 
 // The unexpected message a receive (ctx, src, tag) takes now, or nullptr. The list (fields
@@ -90,8 +97,9 @@ template <class U> U* seq_find(U* head, const SeqWindows& w, uint32_t ctx, int s
     U* first = nullptr;
     for (U* u = head; u && !first; u = u->next)
         if (fits(u)) first = u;
-    if (!first || tag != kSeqAnyTag || first->seq == 0) return first;
-    // ANY_TAG: of that source's visible messages, the one sent first.
+    if (!first || first->seq == 0 || (tag != kSeqAnyTag && !first->strict)) return first;
+    // ANY_TAG, or a strict message (which may have arrived before an earlier one of its
+    // stream): of that source's visible messages, the one sent first.
     for (U* u = first->next; u; u = u->next)
         if (u->world_src == first->world_src && u->seq != 0 && u->seq < first->seq && fits(u))
             first = u;
@@ -101,12 +109,13 @@ template <class U> U* seq_find(U* head, const SeqWindows& w, uint32_t ctx, int s
 // The first posted receive (fields next, ctx, peer, tag) that takes an arriving message.
 template <class R>
 R* seq_match_posted(R* head, const SeqWindows& w, uint32_t ctx, int src, int tag, int world_src,
-                    uint64_t seq) {
+                    uint64_t seq, bool strict = false) {
     for (R* r = head; r; r = r->next) {
         if (r->ctx != ctx || (r->peer != kSeqAnySource && r->peer != src) ||
             (r->tag != kSeqAnyTag && r->tag != tag))
             continue;
-        if (seq != 0 && r->tag == kSeqAnyTag && !w.no_gap_before(world_src, ctx, seq)) continue;
+        if (seq != 0 && (r->tag == kSeqAnyTag || strict) && !w.no_gap_before(world_src, ctx, seq))
+            continue;
         return r;
     }
     return nullptr;

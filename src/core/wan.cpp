@@ -62,8 +62,77 @@ static base::Tunable<int64_t> t_fragment(
     "IMPI_C_DATALEN (the plain IMPI fragment).",
     base::Level::tuner);
 
+static base::Tunable<int64_t> t_twice(
+    "WAN", "TWICE", -1,
+    "Eager messages to another cluster of at most this many bytes (k/m suffixes) go on two "
+    "lanes of the link, the message's lane and the next one; the receiver keeps the copy that "
+    "comes first: a segment lost on one lane then delays the message only if the other copy is "
+    "lost as well, instead of waiting for TCP's loss recovery. Costs their bytes twice. Needs "
+    "two lanes in use (WANMPI_WAN_LANES); never in a rate-managed collective. -1 (auto): "
+    "16 KiB while a lane of the link retransmitted in the last 10 s (TCP_INFO), else off. "
+    "0: off.",
+    base::Level::tuner);
+
 bool priority_enabled() { return t_priority.get(); }
 int64_t fragment_setting() { return t_fragment.get(); }
+int64_t twice_setting() { return t_twice.get(); }
+
+// Small messages on two lanes (docs/design/lanes.md "Small messages on two lanes"): every
+// message sent twice goes on the first two lanes in use, whatever its stream's lane, so those
+// two connections carry all of them and stay as busy as one connection would be (each lane
+// of its own, a sparse stream's connection recovered losses late and BBR paced it to the few
+// Mbit/s it had delivered: the farm's 8 KiB tasks took 26 ms one way instead of 12). Both
+// copies carry the same pk_seqnum; the receiver keeps the first and matches it only once every
+// lower number of its (source, communicator) arrived (FL_STRICT), since an earlier message of
+// its stream may still be on the stream's own lane. Only plain eager DATA of user
+// communicators: a DATASYNC would be answered twice, a long message is not small, and a
+// collective's lean receives (engine lean_post) do not apply the strict rule.
+bool Wan::twice_lane(Peer& p, const Hdr& h, uint64_t len, uint8_t* first, uint8_t* second) {
+    if (twice_setting_ == 0 || p.k() < 2 || (h.flags & FL_SYNC) || (h.ctx & 1)) return false;
+    if (rate_ && flows_ > 1) return false;  // a managed call's budget is sized for one copy
+    const uint64_t max = twice_setting_ > 0 ? uint64_t(twice_setting_) : kTwiceAuto;
+    if (len > max) return false;
+    const uint8_t a = p.route[0], b = p.route[1];
+    if (a == b) return false;  // one lane in use
+    if (twice_setting_ < 0 && !lossy(p)) return false;
+    *first = a;
+    *second = b;
+    return true;
+}
+
+// Whether the link lost segments lately: any lane's retransmission count grew in the last
+// kLossyFor (read at most every kLossCheck; a reconnected lane's new socket starts from 0).
+bool Wan::lossy(Peer& p) {
+    const int64_t now = base::now_ns();
+    if (now - p.loss_at >= kLossCheck) {
+        p.loss_at = now;
+        uint64_t r = 0;
+        for (const auto& l : p.lanes) {
+            if (l->fd < 0) continue;
+            const wanlink::TcpInfo t = wanlink::read_tcp_info(l->fd);
+            if (t.ok) r += t.retrans;
+        }
+        if (r > p.retrans_seen) p.lossy_until = now + kLossyFor;
+        p.retrans_seen = r;
+    }
+    return now < p.lossy_until;
+}
+
+// The copy of a message sent twice, with its own payload. It goes through `held` like any
+// counted packet (flow control counts it, and the receiver counts it when it drops it).
+Out Wan::twin_of(const Out& o) {
+    Out c;
+    std::memcpy(c.hdr, o.hdr, sizeof c.hdr);
+    if (o.len) {
+        c.own.reset(new char[o.len]);
+        std::memcpy(c.own.get(), o.payload, o.len);
+        c.payload = c.own.get();
+    }
+    c.len = o.len;
+    c.zcand = o.zcand;
+    c.lane = o.twice_lane;
+    return c;
+}
 
 
 uint8_t Wan::lane_for(Peer& p, const Hdr& h) const {
@@ -103,6 +172,13 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
     switch (h.type) {
     case F_EAGER:
         pk = message_packet(p, (h.flags & FL_SYNC) ? impi::PK_DATASYNC : impi::PK_DATA, h, len);
+        if (twice_lane(p, h, len, &o.lane, &o.twice_lane)) {
+            pk.count = impi::kSentTwice;
+            o.twice = true;
+            p.strict_out = true;
+        } else if (p.strict_out && !(h.ctx & 1)) {
+            pk.count = impi::kStrictOrder;
+        }
         if (h.flags & FL_SYNC) p.sends[h.sreq] = SendState{false, h.size, len, o.lane};
         o.payload = payload;
         o.len = len;
@@ -116,6 +192,7 @@ bool Wan::translate(Peer& p, const Hdr& h, const char* payload, uint64_t len, Ou
             links_.results[size_t(p.rank)].ext)
             first = std::min<uint64_t>(first, frag_of(*p.lanes[o.lane]));
         pk = message_packet(p, impi::PK_DATASYNC, h, first);
+        if (p.strict_out && !(h.ctx & 1)) pk.count = impi::kStrictOrder;
         p.sends[h.sreq] = SendState{true, h.size, first, o.lane};
         // The engine's buffer (user data or its packed copy) stays valid until the send
         // completes, which cannot happen before this packet is answered.
@@ -300,6 +377,18 @@ SendResult Wan::try_send(int peer, const uint8_t* hb, const void* payload, uint6
     if (!can_send_now(p, l)) return SendResult::would_block;
     Out o;
     if (!translate(p, h, static_cast<const char*>(payload), len, o)) return SendResult::done;
+    if (o.twice) {
+        // Both copies through `held` (their lanes are not l), each with its own payload: the
+        // caller's buffer is ours only during this call.
+        Out a = twin_of(o);
+        a.lane = o.lane;
+        p.lanes[o.lane]->ctr.twice_sent++;
+        p.lanes[o.twice_lane]->ctr.twice_sent++;
+        p.held.push_back(std::move(a));
+        p.held.push_back(twin_of(o));
+        admit(p);
+        return SendResult::done;
+    }
     p.sent++;  // every translated frame is a counted packet
     compress_out(l, o);
     // Write what the socket (and the pacer) takes now; keep a copy of the rest.
@@ -391,6 +480,15 @@ void Wan::post_send(int peer, SendOp* op) {
             if (b.cut == b.len) c.op = op;
             p.held.push_back(std::move(c));
         }
+        admit(p);
+        return;
+    }
+    if (o.twice) {
+        p.lanes[o.lane]->ctr.twice_sent++;
+        p.lanes[o.twice_lane]->ctr.twice_sent++;
+        Out c = twin_of(o);
+        p.held.push_back(std::move(o));
+        p.held.push_back(std::move(c));
         admit(p);
         return;
     }
@@ -692,8 +790,24 @@ void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
                         std::to_string(pk.len) + " > pk_msglen " + std::to_string(pk.msglen));
             return;
         }
+        if (pk.count == impi::kSentTwice && p.k() > 1) {
+            // Sent on two lanes (twice_lane): the first copy in is the message, the second is
+            // dropped (its payload read and discarded; it was counted for flow control above).
+            if (pk.type != impi::PK_DATA || pk.seqnum == 0) {
+                fail(p, "IMPI packet from " + lane_name(l) + " marked as sent twice is not a "
+                        "numbered eager DATA packet");
+                return;
+            }
+            const auto key = std::make_pair(uint32_t(pk.cid), pk.seqnum);
+            if (p.twice_seen.erase(key)) {
+                l.ctr.twice_dropped++;
+                return;
+            }
+            p.twice_seen.insert(key);
+        }
         h = match_hdr(F_EAGER, pk);
         h.flags = pk.type == impi::PK_DATASYNC ? FL_SYNC : 0;
+        if (strict_in(p, pk)) h.flags |= FL_STRICT;
         if (pk.type == impi::PK_DATASYNC && p.k() > 1) p.answer_lane[pk.srqid] = l.idx;
         encode(h, l.ehdr);
         l.elen = pk.len;
@@ -719,7 +833,9 @@ void Wan::on_packet_done(Lane& l, transport::RecvSink& sink) {
             p.firsts[pk.srqid] = Peer::First{std::move(l.first_buf), pk.msglen, l.idx};
             if (p.k() > 1) p.answer_lane[pk.srqid] = l.idx;
             l.first_buf = {};
-            deliver_ctrl(l, match_hdr(F_RTS, pk), sink);
+            Hdr rts = match_hdr(F_RTS, pk);
+            if (strict_in(p, pk)) rts.flags |= FL_STRICT;
+            deliver_ctrl(l, rts, sink);
         }
         break;
     case impi::PK_PROTOACK:

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "base/clock.hpp"
 #include "base/codec.hpp"
@@ -41,6 +42,7 @@ using impi::Packet;
 // WANMPI_WAN_PRIORITY and WANMPI_WAN_FRAGMENT (wan.cpp).
 bool priority_enabled();
 int64_t fragment_setting();  // bytes; 0: IMPI_C_DATALEN; -1: auto
+int64_t twice_setting();     // WANMPI_WAN_TWICE bytes; 0: off; -1: auto
 
 struct Out {
     uint8_t hdr[impi::kPacketHeader];
@@ -57,6 +59,11 @@ struct Out {
     // packet overlaps with the kernel sending the ones before it.
     bool zcand = false;
     uint8_t lane = 0;             // the lane it goes on (Peer::held holds packets of all lanes)
+    // An eager message sent twice (impi_wire.hpp kSentTwice; Wan::twice_lane): the lane of its
+    // copy, set by translate (`lane` is then the first copy's). A copy owns its payload and
+    // completes nothing.
+    bool twice = false;
+    uint8_t twice_lane = 0;
     struct Striped* st = nullptr; // a cut of a striped frame: counted off in st when written
 };
 
@@ -224,6 +231,18 @@ struct Peer {
     // less. In order; the frames' completion records in `striped`.
     std::deque<Bulk> stripe;
     std::map<Striped*, std::unique_ptr<Striped>> striped;
+    // Small messages on two lanes (docs/design/lanes.md "Small messages on two lanes").
+    // In: (context id, pk_seqnum) of messages sent twice of which one copy arrived; the other
+    // copy, when it comes, is dropped and erases the entry (both copies always arrive: lanes
+    // resume after a break, and a lane given up moves its queue to another lane).
+    std::set<std::pair<uint32_t, uint64_t>> twice_seen;
+    // Out (auto): retransmissions seen on the link's lanes (TCP_INFO, read at most every
+    // kLossCheck), and until when the link counts as lossy.
+    int64_t loss_at = 0, lossy_until = 0;
+    uint64_t retrans_seen = 0;
+    // Out: a message went twice to this process, so every later matching packet of a user
+    // communicator is marked for matching in number order (impi_wire.hpp kStrictOrder).
+    bool strict_out = false;
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -697,6 +716,18 @@ private:
     uint8_t answer_lane_of(const Peer& p, uint8_t in) const {
         return p.k() > 1 ? p.route[(in + 1u) % p.k()] : 0;
     }
+    // Whether an eager message of `len` bytes on lane `lane` also goes on another lane (*other),
+    // and the copy's queueing (docs/design/lanes.md "Small messages on two lanes").
+    bool twice_lane(Peer& p, const Hdr& h, uint64_t len, uint8_t* first, uint8_t* second);
+    bool lossy(Peer& p);
+    static Out twin_of(const Out& o);
+    // A matching packet the receiver must match in number order (core/seq_order.hpp "strict").
+    static bool strict_in(const Peer& p, const Packet& pk) {
+        return p.k() > 1 && (pk.count == impi::kSentTwice || pk.count == impi::kStrictOrder);
+    }
+    static constexpr uint64_t kTwiceAuto = 16384;            // auto: messages up to 16 KiB
+    static constexpr int64_t kLossCheck = 100000000;         // TCP_INFO at most every 100 ms
+    static constexpr int64_t kLossyFor = 10000000000;        // lossy for 10 s after a retransmit
     // Whether granted DATA of this frame is striped (WANMPI_WAN_STRIPE), and the bookkeeping
     // when one of its cuts has been written.
     bool stripe_now(const Peer& p, Lane& l, const Bulk& b);
@@ -895,6 +926,7 @@ private:
     const bool priority_ = priority_enabled();
     const wanlink::Stripe stripe_ = wanlink::stripe_mode();
     const int64_t frag_setting_ = fragment_setting();
+    const int64_t twice_setting_ = twice_setting();
     const int64_t lowat_setting_ = wanlink::notsent_lowat_setting();
     impi::Proc my_proc_;
     std::unique_ptr<Peer[]> peers_;

@@ -142,7 +142,7 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
     std::fprintf(f, "%5s %-16s %5s %-16s %3s %-6s %10s %10s %8s %8s %7s %5s %7s %8s %8s\n", "rank",
                  "host", "peer", "peer host", "cl", "cc", "sent MB", "recv MB", "msgs out",
                  "msgs in", "retrans", "rtos", "rtt", "deliv", "pacing");
-    uint64_t retr = 0, rtos = 0, sent = 0, zraw = 0, zsent = 0;
+    uint64_t retr = 0, rtos = 0, sent = 0, zraw = 0, zsent = 0, twice = 0, dropped = 0;
     std::vector<std::string> ccs;
     for (const auto& r : rows) {
         char rtt[16];
@@ -159,6 +159,8 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
         sent += r.c.bytes_sent;
         zraw += r.c.z_raw_sent;
         zsent += r.c.z_sent;
+        twice += r.c.twice_sent;
+        dropped += r.c.twice_dropped;
         if (std::find(ccs.begin(), ccs.end(), r.cc) == ccs.end()) ccs.push_back(r.cc);
     }
     std::string cc;
@@ -172,6 +174,10 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
     if (zraw > 0)
         std::fprintf(f, "[wanmpi] WAN compression: %s MB of payload sent as %s MB (ratio %.2f)\n",
                      mb(zraw).c_str(), mb(zsent).c_str(), double(zsent) / double(zraw));
+    if (twice > 0)
+        std::fprintf(f, "[wanmpi] WAN small messages sent twice (WANMPI_WAN_TWICE): %llu, the "
+                        "copy that came second dropped: %llu\n",
+                     (unsigned long long)(twice / 2), (unsigned long long)dropped);
 }
 
 }  // namespace

@@ -112,6 +112,16 @@ enum PacketType : uint32_t {
     PK_WAN_LANES = 0x77610002,
 };
 constexpr size_t kPacketHeader = 128;
+// wanmpi extension (only on links of several lanes, link handshake version >= 3;
+// docs/design/lanes.md "Small messages on two lanes"): an eager PK_DATA (pk_len == pk_msglen)
+// whose pk_count is this mark was sent twice, on two lanes of the link, with the same pk_seqnum;
+// the receiver keeps the copy that comes first and drops the other. (pk_count is a QoS field
+// plain IMPI leaves 0; on laned links it is otherwise used only by granted DATA, pk_drqid != 0.)
+constexpr int64_t kSentTwice = 0x5457494345;  // "TWICE"
+// ... and a matching packet (DATA/DATASYNC that opens a message) sent once by a host that has
+// sent messages twice to that process before: the receiver matches it in number order only
+// (core/seq_order.hpp "strict"), since its stream is no longer FIFO on one lane.
+constexpr int64_t kStrictOrder = 0x535452494354;  // "STRICT"
 
 struct Proc {
     HostId host{};

@@ -70,7 +70,7 @@ Key link_key(const Secret& s, const uint8_t sess[32]) {
 void encode_hello(const Hello& h, uint8_t o[kHello]) {
     std::memset(o, 0, kHello);
     std::memcpy(o, "WLNK", 4);
-    o[4] = 2;
+    o[4] = 3;
     o[5] = h.flags;
     o[6] = h.kind;
     o[7] = h.kind == 0 ? h.lanes : h.lane;
@@ -84,9 +84,9 @@ void encode_hello(const Hello& h, uint8_t o[kHello]) {
 
 std::string decode_hello(const uint8_t in[kHello], Hello* h) {
     if (std::memcmp(in, "WLNK", 4) != 0) return "not a wanmpi link handshake (no WLNK magic)";
-    if (in[4] != 2)
+    if (in[4] != 3)
         return "link handshake version " + std::to_string(in[4]) +
-               " (this wanmpi speaks 2: every cluster and relay of a job must run one release)";
+               " (this wanmpi speaks 3: every cluster and relay of a job must run one release)";
     // Every bit of the flags byte is defined (HelloFlags): nothing to refuse there.
     if (in[6] > 2) return "unknown link handshake kind " + std::to_string(in[6]);
     if (in[6] == 0 && in[7] > kMaxLanes)

@@ -21,9 +21,12 @@
 //   C -> A  HELLO_c (64 bytes)
 //   A -> C  HELLO_a MAC_a      MAC_a = HMAC(K, "A" HELLO_c HELLO_a)
 //   C -> A  MAC_c              MAC_c = HMAC(K, "C" HELLO_c HELLO_a)
-//   HELLO: "WLNK" | u8 version=2 | u8 flags | u8 kind (0 first, 1 reconnect, 2 lane) | u8 lanes |
+//   HELLO: "WLNK" | u8 version=3 | u8 flags | u8 kind (0 first, 1 reconnect, 2 lane) | u8 lanes |
 //          Uint4 from host | Uint4 to host | Uint8 recv_off | Uint4 epoch | Uint4 pay_left |
 //          nonce[32]
+//   version: 3 since small eager messages may travel twice on laned links (impi_wire.hpp
+//     kSentTwice), which a version-2 receiver would deliver twice; hosts and relays of one job
+//     run one release, so a mismatch is refused rather than negotiated.
 //   flags: bit0 this side requires auth, bit1 wants TLS, bit2 can resume (replay), bit3 this
 //          side holds a job secret, bit4 takes and may send zstd-compressed payloads
 //          (wanlink/compress.hpp; both must set it), bit5 this side is an impi-relay on the inner leg of a

@@ -54,7 +54,8 @@ TcpInfo read_tcp_info(int fd) {
 
 std::string csv_header() {
     return "rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,"
-           "msgs_recv,retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane";
+           "msgs_recv,retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane,"
+           "twice_sent,twice_dropped";
 }
 
 namespace {
@@ -70,7 +71,8 @@ std::string field(const std::string& s) {
 std::string csv_row(const LinkStat& s) {
     char b[512];
     const uint64_t pacing = s.tcp.max_pacing_Bps == ~uint64_t(0) ? 0 : s.tcp.max_pacing_Bps;
-    std::snprintf(b, sizeof b, "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu,%d",
+    std::snprintf(b, sizeof b,
+                  "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu,%d,%llu,%llu",
                   s.rank, field(s.host).c_str(), s.peer_rank, field(s.peer_host).c_str(),
                   s.peer_cluster, field(s.cc).c_str(), (unsigned long long)s.c.bytes_sent,
                   (unsigned long long)s.c.bytes_recv, (unsigned long long)s.c.msgs_sent,
@@ -78,7 +80,8 @@ std::string csv_row(const LinkStat& s) {
                   s.tcp.has_rtos ? std::to_string(s.tcp.rtos).c_str() : "", s.tcp.rtt_us,
                   (unsigned long long)(s.tcp.delivery_Bps * 8), (unsigned long long)(pacing * 8),
                   (unsigned long long)s.c.z_raw_sent, (unsigned long long)s.c.z_sent,
-                  (unsigned long long)s.c.z_raw_recv, (unsigned long long)s.c.z_recv, s.lane);
+                  (unsigned long long)s.c.z_raw_recv, (unsigned long long)s.c.z_recv, s.lane,
+                  (unsigned long long)s.c.twice_sent, (unsigned long long)s.c.twice_dropped);
     return b;
 }
 
@@ -88,15 +91,15 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
     if (!line.empty() && line.back() == ',') f.push_back("");
-    if (f.size() != 20) return false;
+    if (f.size() != 22) return false;
     auto num = [](const std::string& t, unsigned long long* v) {
         if (t.empty()) return false;
         char* e = nullptr;
         *v = std::strtoull(t.c_str(), &e, 10);
         return *e == 0;
     };
-    unsigned long long v[20] = {};
-    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19})
+    unsigned long long v[22] = {};
+    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21})
         if (!num(f[size_t(i)], &v[i])) return false;
     LinkStat s;
     s.rank = int(v[0]);
@@ -106,7 +109,7 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     s.peer_cluster = int(v[4]);
     s.lane = int(v[19]);
     s.cc = f[5];
-    s.c = {v[6], v[7], v[8], v[9], v[15], v[16], v[17], v[18]};
+    s.c = {v[6], v[7], v[8], v[9], v[15], v[16], v[17], v[18], v[20], v[21]};
     s.tcp.ok = true;
     s.tcp.retrans = uint32_t(v[10]);
     s.tcp.has_rtos = num(f[11], &v[11]);

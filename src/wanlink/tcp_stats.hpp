@@ -19,6 +19,9 @@ struct LinkCounters {
     // Compression (compress.hpp): payload bytes that went compressed, before and after, each
     // way (bytes_sent/_recv count the compressed ones).
     uint64_t z_raw_sent = 0, z_sent = 0, z_raw_recv = 0, z_recv = 0;
+    // Small messages on two lanes (core/wan.cpp twice_lane): copies queued on this lane, and
+    // copies that arrived second on it and were dropped.
+    uint64_t twice_sent = 0, twice_dropped = 0;
 };
 
 struct TcpInfo {
@@ -47,7 +50,8 @@ struct LinkStat {
 };
 // The CSV header and one row, in the order of the header (bench/compare-pacing.sh reads them):
 // rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,msgs_recv,
-// retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane
+// retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane,
+// twice_sent,twice_dropped
 // (rates in bits/s; rtos empty when unknown)
 std::string csv_header();
 std::string csv_row(const LinkStat& s);

@@ -21,6 +21,7 @@ struct Msg {
     uint32_t ctx = 0;
     int src = 0, tag = 0, world_src = 0;
     uint64_t seq = 0;
+    bool strict = false;
     Msg* next = nullptr;
 };
 struct Recv {
@@ -44,12 +45,14 @@ struct Receiver {
         return v.empty() ? nullptr : v[0];
     }
     Recv* take_posted(const Msg& m) {
-        Recv* r = core::seq_match_posted(link(posted), w, m.ctx, m.src, m.tag, m.world_src, m.seq);
+        Recv* r = core::seq_match_posted(link(posted), w, m.ctx, m.src, m.tag, m.world_src, m.seq,
+                                         m.strict);
         if (r) posted.erase(std::find(posted.begin(), posted.end(), r));
         return r;
     }
-    Msg* arrive(int src, int tag, uint64_t seq, uint32_t ctx = 1) {
+    Msg* arrive(int src, int tag, uint64_t seq, uint32_t ctx = 1, bool strict = false) {
         Msg& m = store.emplace_back();
+        m.strict = strict;
         m.ctx = ctx;
         m.src = m.world_src = src;
         m.tag = tag;
@@ -91,6 +94,15 @@ struct Receiver {
         return nullptr;
     }
 };
+
+// A random lane that still holds packets (each lane is FIFO: the caller takes its front), or
+// nullptr once every lane is drained.
+template <class Q, class Rnd> Q* any_lane(std::vector<Q>& lanes, Rnd& next) {
+    std::vector<Q*> nonempty;
+    for (auto& q : lanes)
+        if (!q.empty()) nonempty.push_back(&q);
+    return nonempty.empty() ? nullptr : nonempty[(next() >> 33) % nonempty.size()];
+}
 
 }  // namespace
 
@@ -222,17 +234,91 @@ TEST(SeqOrder, RandomLaneInterleavings) {
             rc.recv(0, kSeqAnyTag);
             anys.push_back(rc.posted.back());
         }
-        for (;;) {
-            std::vector<int> nonempty;
-            for (int l = 0; l < 4; ++l)
-                if (!lanes[l].empty()) nonempty.push_back(l);
-            if (nonempty.empty()) break;
-            auto& q = lanes[nonempty[(next() >> 33) % nonempty.size()]];
-            rc.arrive(0, q.front().first, q.front().second);
-            q.pop_front();
+        while (auto* q = any_lane(lanes, next)) {
+            rc.arrive(0, q->front().first, q->front().second);
+            q->pop_front();
         }
         for (int i = 0; i < n / 2; ++i) ASSERT_EQ(rc.match_of(anys[i])->seq, uint64_t(i + 1));
         for (int i = n / 2; i < n; ++i) ASSERT_EQ(rc.recv(0, kSeqAnyTag)->seq, uint64_t(i + 1));
+    }
+}
+
+// A strict message (sent on two lanes outside its stream's lane: wan.cpp twice_lane) may arrive
+// before an earlier message of its own stream, which is still on the stream's lane: no receive
+// may take it before that one, explicit tag or not; posted receives get both in send order.
+TEST(SeqOrder, StrictWaitsForEveryEarlierNumber) {
+    Receiver rc;
+    rc.arrive(0, 7, 2, 1, true);
+    EXPECT_EQ(rc.recv(0, 7, false), nullptr);  // probe: not visible
+    EXPECT_EQ(rc.recv(kSeqAnySource, 7, false), nullptr);
+    rc.arrive(0, 7, 1);
+    EXPECT_EQ(rc.recv(0, 7)->seq, 1u);
+    EXPECT_EQ(rc.recv(0, 7)->seq, 2u);
+
+    Receiver r2;
+    Recv* a = (r2.recv(0, 7), r2.posted.back());
+    Recv* b = (r2.recv(0, 7), r2.posted.back());
+    r2.arrive(0, 7, 2, 1, true);
+    EXPECT_TRUE(r2.matched.empty());
+    r2.arrive(0, 7, 1);
+    ASSERT_EQ(r2.matched.size(), 2u);
+    EXPECT_EQ(r2.match_of(a)->seq, 1u);
+    EXPECT_EQ(r2.match_of(b)->seq, 2u);
+}
+
+// Random sends of several streams where small messages go twice, on lanes 0 and 1 (the receiver
+// drops the copy that comes second) and large ones on their stream's lane, every message after
+// the first sent twice strict: explicit receives still get each stream in send order, ANY_TAG
+// receives everything in send order.
+TEST(SeqOrder, RandomSentTwiceInterleavings) {
+    uint64_t rnd = 987654321;
+    auto next = [&] { return rnd = rnd * 6364136223846793005ull + 1442695040888963407ull; };
+    for (int round = 0; round < 300; ++round) {
+        const int n = 40;
+        struct P { int tag; uint64_t seq; bool strict; };
+        std::vector<std::deque<P>> lanes(4);
+        std::vector<int> tag_of(n + 1);
+        bool sent_twice = false;  // the sender's Peer::strict_out
+        for (int i = 1; i <= n; ++i) {
+            const int tag = int(next() >> 60) % 5;
+            tag_of[size_t(i)] = tag;
+            if ((next() >> 40) % 3 == 0 || i <= 3) {
+                lanes[wanlink::lane_of(1, tag, 4)].push_back({tag, uint64_t(i), sent_twice});
+            } else {
+                sent_twice = true;
+                lanes[0].push_back({tag, uint64_t(i), true});
+                lanes[1].push_back({tag, uint64_t(i), true});
+            }
+        }
+        Receiver rc;
+        std::set<uint64_t> seen;
+        const bool explicit_recvs = round % 2 == 0;
+        std::vector<std::pair<int, Recv*>> posted;  // explicit: (tag, receive) in posting order
+        if (explicit_recvs) {
+            for (int i = 1; i <= n; ++i) {
+                rc.recv(0, tag_of[size_t(i)]);
+                posted.push_back({tag_of[size_t(i)], rc.posted.back()});
+            }
+        }
+        while (auto* q = any_lane(lanes, next)) {
+            const P pk = q->front();
+            q->pop_front();
+            if (pk.strict && !seen.insert(pk.seq).second) continue;  // the second copy
+            rc.arrive(0, pk.tag, pk.seq, 1, pk.strict);
+        }
+        if (explicit_recvs) {
+            // Receive number j of tag t must hold the j-th message of tag t sent.
+            for (int t = 0; t < 5; ++t) {
+                std::vector<uint64_t> sent, got;
+                for (int i = 1; i <= n; ++i)
+                    if (tag_of[size_t(i)] == t) sent.push_back(uint64_t(i));
+                for (auto& [tag, r] : posted)
+                    if (tag == t) got.push_back(rc.match_of(r) ? rc.match_of(r)->seq : 0);
+                ASSERT_EQ(got, sent);
+            }
+        } else {
+            for (int i = 1; i <= n; ++i) ASSERT_EQ(rc.recv(0, kSeqAnyTag)->seq, uint64_t(i));
+        }
     }
 }
 

@@ -257,7 +257,7 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.host = "10.0.0.1";
     s.peer_host = "10.0.1,2";  // a comma must not break the row
     s.cc = "cubic";
-    s.c = {100, 200, 3, 4, 50, 10, 60, 12};
+    s.c = {100, 200, 3, 4, 50, 10, 60, 12, 7, 3};
     s.tcp.retrans = 5;
     s.tcp.rtos = 2;
     s.tcp.has_rtos = true;
@@ -266,7 +266,8 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.tcp.max_pacing_Bps = 3000;
     s.lane = 2;
     const std::string row = wanlink::csv_row(s);
-    EXPECT_EQ(row, "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12,2");
+    EXPECT_EQ(row,
+              "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12,2,7,3");
     wanlink::LinkStat back;
     ASSERT_TRUE(wanlink::parse_csv_row(row, &back));
     EXPECT_EQ(back.peer_rank, 7);
@@ -276,15 +277,18 @@ TEST(WanlinkStats, CsvRoundTrip) {
     EXPECT_EQ(back.c.z_sent, 10u);
     EXPECT_EQ(back.c.z_recv, 12u);
     EXPECT_EQ(back.lane, 2);
+    EXPECT_EQ(back.c.twice_sent, 7u);
+    EXPECT_EQ(back.c.twice_dropped, 3u);
     s.tcp.has_rtos = false;  // an old kernel: the field is empty
     ASSERT_TRUE(wanlink::parse_csv_row(wanlink::csv_row(s), &back));
     EXPECT_FALSE(back.tcp.has_rtos);
     EXPECT_FALSE(wanlink::parse_csv_row("1,2,3", &back));
-    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0,0,0", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0", &back));  // before twice
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1", &back));  // before lanes
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));  // before zstd
     const std::string hdr = wanlink::csv_header();
-    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 19);
+    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 21);
 }
 
 // ---- issue 13: the job secret, the link handshake, the resumable stream ---------------------------
@@ -371,6 +375,8 @@ TEST(WanlinkHandshake, HelloRoundTripAndRejects) {
     EXPECT_EQ(g.flags, wanlink::kFlagRelay);
     std::memcpy(bad, b, sizeof b);
     bad[4] = 1;  // version 1 (before pay_left): every host and relay of a job runs one release
+    EXPECT_NE(wanlink::decode_hello(bad, &g), "");
+    bad[4] = 2;  // version 2 (before eager packets sent twice): would deliver a copy twice
     EXPECT_NE(wanlink::decode_hello(bad, &g), "");
     std::memcpy(bad, b, sizeof b);
     bad[7] = 3;  // kind 1: the lane this connection resumes (issue 14)

@@ -335,7 +335,7 @@ for target in sys.argv[1:]:
         try:
             c = socket.create_connection((addr, int(port)), timeout=3)
             if kind == "hello":
-                hello = (b"WLNK" + bytes([2, 13, 1, 0]) + struct.pack(">IIQII", 1, 0, 0, 1, 0)
+                hello = (b"WLNK" + bytes([3, 13, 1, 0]) + struct.pack(">IIQII", 1, 0, 0, 1, 0)
                          + os.urandom(32))
                 c.sendall(struct.pack(">I", 1) + hello)
                 c.settimeout(3)
