@@ -17,7 +17,11 @@ row's congestion control), traffic (every row moved bytes), zsent=I-J (some rank
 sent compressed payloads to cluster J) and zoff=K (nothing compressed on the links of cluster K);
 both z checks also demand that each end decoded exactly what the other compressed. spread
 (striping over lanes, issue 14): on every link end that sent 8 MiB or more, each lane sent at
-least a quarter of its equal share.
+least a quarter of its equal share. onelane=PCT (a collective context is one lane stream,
+issue 12): on every link end that sent 200 packets or more, one lane sent at least PCT % of
+them; lanespread=PCT (user point-to-point streams keep a lane per tag): on every such link end,
+every lane sent at least PCT % of them. Both count packets (msgs_sent) and fail if no link end
+sent 200, since then they would judge nothing.
 
 --kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
 NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
@@ -143,6 +147,31 @@ def check_stats(path, checks):
                 if total >= 8 << 20 and min(sent) < total / (4 * len(sent)):
                     return (f"rank {a} -> {b}: lanes sent {sent} bytes: not spread over its "
                             f"{len(sent)} lanes")
+        if key in ("onelane", "lanespread"):
+            # Packets, not bytes: what is judged is which lane each message's header took.
+            # Besides the traffic under test a link end sends control packets: a PROTOACK on
+            # lane 0 per IMPI_H_ACKMARK packets received (16: about 6 % when the traffic is
+            # symmetric), a FINI on every lane, a PK_WAN_ACK per 256 KiB of a lane's stream.
+            # Hence shares with margin both ways rather than exact counts: one collective
+            # stream puts about 94 % on its lane (100 % when it is lane 0), tags hashed over 4
+            # lanes about 25 % each. Small link ends (a rank that is no cluster's master sends
+            # no collective data over the WAN) carry only control traffic and are not judged.
+            ends = {}
+            for r in rows:
+                ends.setdefault((r["rank"], r["peer_rank"]), {})[int(r["lane"])] = \
+                    int(r["msgs_sent"])
+            big = {e: l for e, l in ends.items() if sum(l.values()) >= 200}
+            if not big:
+                return f"{key}: no link end sent 200 packets: nothing to judge"
+            for (a, b), lanes in sorted(big.items()):
+                total = sum(lanes.values())
+                sent = [lanes[i] for i in sorted(lanes)]
+                if key == "onelane" and max(sent) * 100 < total * int(val):
+                    return (f"rank {a} -> {b}: lanes sent {sent} packets: no lane sent "
+                            f"{val} % of them (a collective context spread over lanes?)")
+                if key == "lanespread" and (len(sent) < 2 or min(sent) * 100 < total * int(val)):
+                    return (f"rank {a} -> {b}: lanes sent {sent} packets: some lane sent less "
+                            f"than {val} % of them (tags not spread over the lanes?)")
         if key in ("zsent", "zoff"):
             # Compression: what one end sent compressed, the other decoded, byte for byte.
             # (One row per lane: what lane i of one end sent, lane i of the other received.)
