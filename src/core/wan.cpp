@@ -118,8 +118,8 @@ bool Wan::lossy(Peer& p) {
     return now < p.lossy_until;
 }
 
-// The copy of a message sent twice, with its own payload. It goes through `held` like any
-// counted packet (flow control counts it, and the receiver counts it when it drops it).
+// The copy of a message sent twice, with its own payload. It goes through `held` behind the
+// message (so it never passes a message the window holds back) but is not counted.
 Out Wan::twin_of(const Out& o) {
     Out c;
     std::memcpy(c.hdr, o.hdr, sizeof c.hdr);
@@ -131,6 +131,8 @@ Out Wan::twin_of(const Out& o) {
     c.len = o.len;
     c.zcand = o.zcand;
     c.lane = o.twice_lane;
+    c.counted = false;  // flow control counts the message once (on_packet_header)
+    c.twin = true;
     return c;
 }
 
@@ -732,7 +734,23 @@ void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
                     " were sent");
         return;
     }
-    bool counted = pk.type != impi::PK_PROTOACK && pk.type != impi::PK_FINI;
+    // A message sent on two lanes (twice_lane): the first copy in is the message, the second
+    // is read and dropped. Flow control counts the message once, at its first copy (the sender
+    // counts the first, not its copy: both always arrive, so the counts agree).
+    bool second = false;
+    if (pk.count == impi::kSentTwice && p.k() > 1) {
+        if (pk.type != impi::PK_DATA || pk.seqnum == 0 || pk.drqid != 0 || pk.len != pk.msglen ||
+            pk.cid > 0xffffffffu) {
+            fail(p, "IMPI packet from " + lane_name(l) + " marked as sent twice is not a "
+                    "numbered eager DATA packet");
+            return;
+        }
+        const auto key = std::make_pair(uint32_t(pk.cid), pk.seqnum);
+        second = p.twice_seen.erase(key) > 0;
+        if (second) l.ctr.twice_dropped++;
+        else p.twice_seen.insert(key);
+    }
+    bool counted = pk.type != impi::PK_PROTOACK && pk.type != impi::PK_FINI && !second;
     if (counted && ++p.rcvd >= ackmark_) {
         p.rcvd -= ackmark_;
         send_protoack(p);
@@ -790,21 +808,7 @@ void Wan::on_packet_header(Lane& l, transport::RecvSink& sink) {
                         std::to_string(pk.len) + " > pk_msglen " + std::to_string(pk.msglen));
             return;
         }
-        if (pk.count == impi::kSentTwice && p.k() > 1) {
-            // Sent on two lanes (twice_lane): the first copy in is the message, the second is
-            // dropped (its payload read and discarded; it was counted for flow control above).
-            if (pk.type != impi::PK_DATA || pk.seqnum == 0) {
-                fail(p, "IMPI packet from " + lane_name(l) + " marked as sent twice is not a "
-                        "numbered eager DATA packet");
-                return;
-            }
-            const auto key = std::make_pair(uint32_t(pk.cid), pk.seqnum);
-            if (p.twice_seen.erase(key)) {
-                l.ctr.twice_dropped++;
-                return;
-            }
-            p.twice_seen.insert(key);
-        }
+        if (second) return;  // its payload is read and discarded (mode discard)
         h = match_hdr(F_EAGER, pk);
         h.flags = pk.type == impi::PK_DATASYNC ? FL_SYNC : 0;
         if (strict_in(p, pk)) h.flags |= FL_STRICT;

@@ -64,6 +64,7 @@ struct Out {
     // completes nothing.
     bool twice = false;
     uint8_t twice_lane = 0;
+    bool twin = false;            // the copy (uncounted, unlike the other uncounted one: FINI)
     struct Striped* st = nullptr; // a cut of a striped frame: counted off in st when written
 };
 
@@ -666,9 +667,11 @@ private:
     void admit(Peer& p) {
         while (!p.held.empty() && (!p.held.front().counted || p.sent < hiwater_)) {
             Lane& l = *p.lanes[p.held.front().lane];
-            // FINI (the one uncounted packet held) follows every byte of data of its lane, and
-            // every striped cut (which may yet go on this lane).
-            if (!p.held.front().counted && (!l.bulk.empty() || !p.stripe.empty())) break;
+            // FINI (uncounted, like a message's copy sent twice) follows every byte of data of
+            // its lane, and every striped cut (which may yet go on this lane).
+            if (!p.held.front().counted && !p.held.front().twin &&
+                (!l.bulk.empty() || !p.stripe.empty()))
+                break;
             if (p.held.front().counted) p.sent++;
             to_wire(l, std::move(p.held.front()));
             p.held.pop_front();
