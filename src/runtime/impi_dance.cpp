@@ -423,6 +423,18 @@ Status dance(int listen_fd, int me, const std::vector<DancePeer>& hosts, const D
                 drop_in(k, "claiming " + name(int(rank)) + " was refused: " + c.hs->reason());
                 return false;
             }
+            // A host that finished its own dance dials the lanes of its links at once (kind 2),
+            // or resumes one (kind 1), through this same socket: while this host is still in the
+            // dance, such a connection is not the link (its lanes byte names a lane, not an
+            // offer) and must not be taken for it. Seen at 2 % loss: the dance's connection from
+            // that host waited for a retransmitted segment, the lane connection came first, and
+            // the two ends settled on 1 and 4 lanes. The host retries once the dance is over.
+            if (c.hs->peer().kind != 0) {
+                drop_in(k, "claiming " + name(int(rank)) + " opens lane " +
+                               std::to_string(c.hs->peer().lane) +
+                               " while this host is still in the IMPI dance (it will retry)");
+                return false;
+            }
             if (result[rank]) {
                 drop_in(k, "claims host rank " + std::to_string(rank) + ", which is already "
                            "connected");

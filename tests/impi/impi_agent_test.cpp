@@ -28,6 +28,7 @@
 #include "runtime/impi_tables.hpp"
 #include "synthetic_tables.hpp"
 #include "runtime/launch_options.hpp"
+#include "wanlink/handshake.hpp"
 
 using namespace wanmpi;
 using namespace wanmpi::impi;
@@ -903,6 +904,53 @@ TEST(ImpiDance, DuplicateAndStalledPeersAreDropped) {
     EXPECT_EQ(base::get_be32(b), 11u);
     ASSERT_EQ(base::read_full(two.get(), b, 4), 4);
     EXPECT_EQ(base::get_be32(b), 22u);
+}
+
+// A wanmpi host that finished its dance dials its extra lanes (link handshake kind 2) through
+// the host socket at once: a host still in its dance must not take such a connection for the
+// link (its lanes byte is a lane index): it closes it, and the link is the kind-0 connection
+// with the lanes offered there (seen at 2 % loss: the two ends settled on 1 and 4 lanes).
+TEST(ImpiDance, LaneConnectionDuringTheDanceIsNotTheLink) {
+    Listener l = listener();
+    std::vector<DancePeer> peers = {{l.addr, l.port, "", false, true}, {"127.0.0.1", 1, "", false, true}};
+    LinkSetup ls;
+    ls.lanes = 0;  // auto: the accepting side offers the most
+    std::vector<LinkResult> out;
+    DanceConfig cfg = dance_cfg(5000, 20000, 64);
+    cfg.link = &ls;
+    cfg.link_out = &out;
+    std::vector<base::Fd> conns;
+    Status st;
+    std::thread th([&] { st = dance(l.fd.get(), 0, peers, cfg, &conns); });
+    auto handshake = [&](int fd, uint8_t kind, uint8_t lanes_or_lane) {
+        send_u32(fd, 1);
+        wanlink::Hello h;
+        h.kind = kind;
+        (kind == 0 ? h.lanes : h.lane) = lanes_or_lane;
+        h.from = 1;
+        h.to = 0;
+        wanlink::LinkHandshake hs(true, nullptr, ls.session.data(), h, 0);
+        wanlink::LinkHandshake::Result r;
+        const int64_t until = now_ms() + 5000;  // a dance that never answers: failed
+        while ((r = hs.step(fd)) == wanlink::LinkHandshake::again && now_ms() < until) {
+            pollfd p{fd, POLLIN, 0};
+            poll(&p, 1, 100);
+        }
+        return r;
+    };
+    base::Fd lane(connect_local(l.port));
+    EXPECT_EQ(handshake(lane.get(), 2, 1), wanlink::LinkHandshake::done);
+    EXPECT_TRUE(sees_eof(lane.get(), 5000));  // not the link: closed
+    base::Fd link(connect_local(l.port));
+    EXPECT_EQ(handshake(link.get(), 0, 4), wanlink::LinkHandshake::done);
+    th.join();
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[1].lanes, 4u);
+    send_u32(conns[1].get(), 11);
+    uint8_t b[4];
+    ASSERT_EQ(base::read_full(link.get(), b, 4), 4);
+    EXPECT_EQ(base::get_be32(b), 11u);
 }
 
 TEST(ImpiDance, SkippedHostsAreNotExpected) {
