@@ -65,7 +65,7 @@ static base::Tunable<int64_t> t_fragment(
 static base::Tunable<int64_t> t_twice(
     "WAN", "TWICE", -1,
     "Eager messages to another cluster of at most this many bytes (k/m suffixes) go on two "
-    "lanes of the link, the message's lane and the next one; the receiver keeps the copy that "
+    "lanes of the link (the first two in use); the receiver keeps the copy that "
     "comes first: a segment lost on one lane then delays the message only if the other copy is "
     "lost as well, instead of waiting for TCP's loss recovery. Costs their bytes twice. Needs "
     "two lanes in use (WANMPI_WAN_LANES); never in a rate-managed collective. -1 (auto): "
