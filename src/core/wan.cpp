@@ -1040,6 +1040,7 @@ int Wan::progress(transport::RecvSink& sink) {
         }
     }
     if (links_.listener) n += serve_reconnects();
+    if (stall_ms_ > 0) n += watch_stalls();
     // Round robin over the peers, so that a limited budget is shared, not taken by the first.
     const size_t np = list_.size();
     if (np) rr_ = (rr_ + 1) % np;

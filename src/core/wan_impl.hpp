@@ -186,6 +186,14 @@ struct Lane {
     uint32_t reconnects = 0;
     uint64_t skip_in = 0;      // bytes of the new connection already consumed on the old one
     std::string last_err;      // why the last connection attempt failed (the connecting side)
+    // The stall watch (wan_link.cpp watch_stalls): `doubt` from a write until TCP_INFO shows
+    // nothing unacknowledged; `stalled` from a check that found no ACK and no new data for
+    // WANMPI_WAN_STALL_MS until everything is acknowledged or the connection is replaced.
+    bool doubt = false;
+    bool stalled = false;
+    // TCP_INFO's lifetime counters of the lane's earlier connections (a reconnect brings a new
+    // socket), so that WANMPI_WAN_STATS counts every retransmission of the lane.
+    uint64_t old_retrans = 0, old_rtos = 0, old_bytes_retrans = 0;
     // Given up (never opened: wan_link.cpp drop_lane): no socket, no queue, no FINI; the
     // streams hashed to it travel on Peer::route's replacement.
     bool dropped = false;
@@ -244,6 +252,10 @@ struct Peer {
     // Out: a message went twice to this process, so every later matching packet of a user
     // communicator is marked for matching in number order (impi_wire.hpp kStrictOrder).
     bool strict_out = false;
+    // The stall watch's probe of the path to the peer's host while a lane is stalled: a
+    // nonblocking connect to its host socket, replaced every kProbeEvery (a fresh SYN).
+    int probe_fd = -1;
+    int64_t probe_at = 0;
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -422,6 +434,9 @@ public:
         }
         bool wake = false;
         for_lanes([&](Peer& p, Lane& l) {
+            // The stall watch comes back while a lane's data is not known to be acknowledged.
+            if (stall_ms_ > 0 && l.doubt && l.resume && l.fd >= 0)
+                arm_timer(std::max<int64_t>(stall_checked_ + kStallCheck - base::now_ns(), 0));
             if (l.down || !incoming_.empty()) {
                 // Reconnect attempts, the reconnect deadline and pending handshakes are timed:
                 // come back at the next attempt (the listener wakes the accepting side).
@@ -558,6 +573,9 @@ public:
                 s.lane = l->idx;
                 s.c = l->ctr;
                 s.tcp = wanlink::read_tcp_info(l->fd);
+                s.tcp.retrans += uint32_t(l->old_retrans);
+                s.tcp.rtos += uint32_t(l->old_rtos);
+                s.tcp.bytes_retrans += l->old_bytes_retrans;
                 s.cc = l->fd >= 0 ? wanlink::socket_cc(l->fd) : "";
                 v.push_back(std::move(s));
             }
@@ -790,6 +808,10 @@ private:
     void close_lane(Lane& l) {
         l.tls.reset();
         if (l.fd >= 0) {
+            const wanlink::TcpInfo t = wanlink::read_tcp_info(l.fd);
+            l.old_retrans += t.retrans;
+            l.old_rtos += t.rtos;
+            l.old_bytes_retrans += t.bytes_retrans;
             epoll_ctl(epfd_, EPOLL_CTL_DEL, l.fd, nullptr);
             ::close(l.fd);
         }
@@ -809,6 +831,7 @@ private:
             if (st->op) push_local(Local{p.rank, st->op, false, {}, {}});
         p.striped.clear();
         p.stripe.clear();
+        end_probe(p);
         for (auto& lp : p.lanes) {
             Lane& l = *lp;
             close_lane(l);
@@ -851,6 +874,20 @@ private:
     // peer on lane 0. on_lanes_dropped: the peer's notice (false: the peer failed).
     void drop_lane(Lane& l, const std::string& why, bool tell);
     bool on_lanes_dropped(Peer& p, uint64_t mask);
+    // The stall watch (WANMPI_WAN_STALL_MS, docs/design/pacing.md "Resuming after an outage"):
+    // checks the lanes written since their data was last all acknowledged (TCP_INFO, every
+    // kStallCheck), probes the path to a peer with a stalled lane, and replaces the stalled
+    // connections as soon as the path answers. Returns the lanes replaced.
+    int watch_stalls();
+    bool probe_answered(Peer& p, int64_t now);
+    void end_probe(Peer& p) {
+        if (p.probe_fd >= 0) ::close(p.probe_fd);
+        p.probe_fd = -1;
+    }
+    static constexpr int64_t kStallCheck = 50000000;   // 50 ms
+    static constexpr int64_t kProbeEvery = 200000000;  // a fresh SYN every 200 ms
+    const int64_t stall_ms_ = wanlink::stall_ms();
+    int64_t stall_checked_ = 0;
 
     void push_local(Local l) {
         if (local_.empty() && evfd_ >= 0) {
@@ -893,6 +930,7 @@ private:
                 if (l->fd >= 0) ::close(l->fd);
                 l->fd = -1;
             }
+            end_probe(p);
             p.alive = false;
         }
         if (epfd_ >= 0) ::close(epfd_);

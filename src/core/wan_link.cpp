@@ -5,6 +5,8 @@
 // Every lane of a link (issue 14) is such a stream of its own: a reconnect names its lane in the
 // HELLO, and an extra lane's first connection is a "reconnect" from offset 0 (HELLO kind 2),
 // so opening lanes and resuming them after a reset are one code path.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -27,6 +29,7 @@ ssize_t Wan::io_writev(Lane& p, const iovec* iov, int n) {
     if (w > 0 && p.resume) {
         p.log.append(iov, n, size_t(w));
         p.replay_pos = p.log.end();
+        p.doubt = true;
     }
     return w;
 }
@@ -128,6 +131,8 @@ bool Wan::resume_on(Lane& p, base::Fd fd, std::unique_ptr<wanlink::Tls> tls,
         return true;
     }
     p.reconnects++;
+    p.ctr.reconnects++;
+    p.ctr.resent_bytes += p.log.end() - peer_recv_off;
     WANMPI_LOG(warn, "reconnected to %s after %lld ms; resending %llu bytes it had not "
                      "received",
                lane_name(p).c_str(), (long long)took,
@@ -293,13 +298,22 @@ int Wan::serve_reconnects() {
             drop("no link handshake within 10 s");
             continue;
         }
+        bool closed = false;
         while (c.got < 4) {
             ssize_t r = ::recv(c.fd.get(), c.rank + c.got, 4 - c.got, MSG_DONTWAIT);
             if (r > 0) {
                 c.got += size_t(r);
                 continue;
             }
+            closed = r == 0 || (errno != EAGAIN && errno != EINTR);
             break;
+        }
+        if (closed && c.got == 0) {
+            // Closed without a byte: a peer's stall watch testing the path (watch_stalls), or
+            // a port scan. Nothing was claimed, so there is nothing to refuse.
+            WANMPI_LOG(debug, "host socket: %s connected and closed", c.from.c_str());
+            incoming_.erase(incoming_.begin() + long(k));
+            continue;
         }
         if (c.got < 4) {
             ++k;
@@ -376,6 +390,111 @@ int Wan::serve_reconnects() {
         n += resume_on(l, std::move(fd), std::move(tls), peer_off, skip) ? 1 : 0;
     }
     return n;
+}
+
+// ---- the stall watch (WANMPI_WAN_STALL_MS) ---------------------------------------------------
+// After an outage TCP resends at its next retransmission timeout, which backs off to
+// WANMPI_WAN_RTO_MAX_MS (1 s at least), and under bbr F-RTO may take that first
+// retransmission's success for a spurious timeout and leave the rest for the next one: traffic
+// resumed 0.9-2.2 s after the link's return (docs/benchmarks.md "Outage"). A new connection is
+// not backed off. So while a lane is stalled (data unacknowledged, no ACK and no new data for
+// WANMPI_WAN_STALL_MS) the rank dials the peer's host socket every kProbeEvery, without
+// blocking; the first SYN the peer's host answers (connected, or refused: either way its
+// kernel heard us) shows the path is back. Every lane of that peer still stalled is then reset
+// (RST, so its retransmissions stop) and resumes on a new connection through the reconnect
+// path: the higher host dials at once; the lower waits, and its RST makes the higher find the
+// old connection broken (if it has not already: its own lanes stall too when it has data out).
+// A lane stays `stalled` until its data is all acknowledged: a retransmission that got through
+// before the probe does not clear it, since F-RTO may still leave the rest for the next timeout.
+// Only resumable lanes (two wanmpi hosts, no relay between them) are watched.
+int Wan::watch_stalls() {
+    const int64_t now = base::now_ns();
+    if (now - stall_checked_ < kStallCheck) return 0;
+    stall_checked_ = now;
+    int n = 0;
+    for (int r : list_) {
+        Peer& p = peers_[size_t(r)];
+        if (!p.alive) continue;
+        bool any = false;
+        for (auto& lp : p.lanes) {
+            Lane& l = *lp;
+            if (!l.resume || l.fd < 0 || l.down || !l.doubt) {
+                l.stalled = false;
+                continue;
+            }
+            const wanlink::TcpInfo t = wanlink::read_tcp_info(l.fd);
+            if (!t.ok) continue;
+            if (t.unacked == 0) {
+                l.doubt = l.stalled = false;
+                continue;
+            }
+            const int64_t quiet = std::min(t.last_ack_ms, t.last_send_ms);
+            const int64_t limit = std::max<int64_t>(stall_ms_, 3 * int64_t(t.rtt_us) / 1000);
+            if (!l.stalled && quiet >= limit) {
+                l.stalled = true;
+                WANMPI_LOG(info, "%s: %u segments unacknowledged, no ACK for %u ms: stalled; "
+                                 "probing the path",
+                           lane_name(l).c_str(), t.unacked, t.last_ack_ms);
+            }
+            any = any || l.stalled;
+        }
+        if (!any || !impi::relay_of(p.proc).empty()) {
+            end_probe(p);
+            continue;
+        }
+        if (!probe_answered(p, now)) continue;
+        for (auto& lp : p.lanes) {
+            Lane& l = *lp;
+            if (!l.stalled || l.fd < 0 || l.down) continue;
+            const wanlink::TcpInfo t = wanlink::read_tcp_info(l.fd);
+            l.stalled = false;
+            const linger rst{1, 0};
+            setsockopt(l.fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+            broken(l, "the connection to " + lane_name(l) + " stalled (" +
+                          std::to_string(t.unacked) + " segments unacknowledged, no ACK for " +
+                          std::to_string(t.last_ack_ms) + " ms) and the peer's host answers "
+                          "again: replacing it");
+            ++n;
+        }
+    }
+    return n;
+}
+
+// The probe of the path to p's host: true once a connect to its host socket got an answer.
+bool Wan::probe_answered(Peer& p, int64_t now) {
+    if (p.probe_fd >= 0) {
+        pollfd pf{p.probe_fd, POLLOUT, 0};
+        if (::poll(&pf, 1, 0) > 0) {
+            int err = 0;
+            socklen_t len = sizeof err;
+            getsockopt(p.probe_fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            end_probe(p);
+            if (err == 0 || err == ECONNREFUSED) return true;
+            // Unreachable and the like: the path is not back; try again next time.
+            return false;
+        }
+        if (now - p.probe_at < kProbeEvery) return false;
+        end_probe(p);  // its SYN went into the outage: a fresh one
+    }
+    const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(h.port);
+    if (inet_pton(AF_INET, h.addr().c_str(), &sa.sin_addr) != 1) return false;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    p.probe_at = now;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 ||
+        errno == ECONNREFUSED) {
+        ::close(fd);
+        return true;
+    }
+    if (errno != EINPROGRESS) {
+        ::close(fd);
+        return false;
+    }
+    p.probe_fd = fd;
+    return false;
 }
 
 // ---- lanes that cannot be opened ------------------------------------------------------------

@@ -143,6 +143,7 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
                  "host", "peer", "peer host", "cl", "cc", "sent MB", "recv MB", "msgs out",
                  "msgs in", "retrans", "rtos", "rtt", "deliv", "pacing");
     uint64_t retr = 0, rtos = 0, sent = 0, zraw = 0, zsent = 0, twice = 0, dropped = 0;
+    uint64_t replaced = 0, resent = 0;
     std::vector<std::string> ccs;
     for (const auto& r : rows) {
         char rtt[16];
@@ -161,6 +162,8 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
         zsent += r.c.z_sent;
         twice += r.c.twice_sent;
         dropped += r.c.twice_dropped;
+        replaced += r.c.reconnects;
+        resent += r.c.resent_bytes;
         if (std::find(ccs.begin(), ccs.end(), r.cc) == ccs.end()) ccs.push_back(r.cc);
     }
     std::string cc;
@@ -178,6 +181,10 @@ void print_table(FILE* f, const std::vector<wanlink::LinkStat>& rows) {
         std::fprintf(f, "[wanmpi] WAN small messages sent twice (WANMPI_WAN_TWICE): %llu, the "
                         "copy that came second dropped: %llu\n",
                      (unsigned long long)(twice / 2), (unsigned long long)dropped);
+    if (replaced > 0)
+        std::fprintf(f, "[wanmpi] WAN connections replaced after a break or a stall: %llu, "
+                        "%s MB resent from the send logs (not in the retransmissions above)\n",
+                     (unsigned long long)replaced, mb(resent).c_str());
 }
 
 }  // namespace

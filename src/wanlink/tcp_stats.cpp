@@ -43,6 +43,9 @@ TcpInfo read_tcp_info(int fd) {
     r.max_pacing_Bps = ti.tcpi_max_pacing_rate;
     r.bytes_retrans = ti.tcpi_bytes_retrans;
     r.rto_us = ti.tcpi_rto;
+    r.unacked = ti.tcpi_unacked;
+    r.last_ack_ms = ti.tcpi_last_ack_recv;
+    r.last_send_ms = ti.tcpi_last_data_sent;
     if (len >= kTotalRto + 2) {
         uint16_t v;
         std::memcpy(&v, buf + kTotalRto, sizeof v);
@@ -55,7 +58,7 @@ TcpInfo read_tcp_info(int fd) {
 std::string csv_header() {
     return "rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,"
            "msgs_recv,retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane,"
-           "twice_sent,twice_dropped";
+           "twice_sent,twice_dropped,reconnects,resent_bytes";
 }
 
 namespace {
@@ -72,7 +75,7 @@ std::string csv_row(const LinkStat& s) {
     char b[512];
     const uint64_t pacing = s.tcp.max_pacing_Bps == ~uint64_t(0) ? 0 : s.tcp.max_pacing_Bps;
     std::snprintf(b, sizeof b,
-                  "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu,%d,%llu,%llu",
+                  "%d,%s,%d,%s,%d,%s,%llu,%llu,%llu,%llu,%u,%s,%u,%llu,%llu,%llu,%llu,%llu,%llu,%d,%llu,%llu,%llu,%llu",
                   s.rank, field(s.host).c_str(), s.peer_rank, field(s.peer_host).c_str(),
                   s.peer_cluster, field(s.cc).c_str(), (unsigned long long)s.c.bytes_sent,
                   (unsigned long long)s.c.bytes_recv, (unsigned long long)s.c.msgs_sent,
@@ -81,7 +84,8 @@ std::string csv_row(const LinkStat& s) {
                   (unsigned long long)(s.tcp.delivery_Bps * 8), (unsigned long long)(pacing * 8),
                   (unsigned long long)s.c.z_raw_sent, (unsigned long long)s.c.z_sent,
                   (unsigned long long)s.c.z_raw_recv, (unsigned long long)s.c.z_recv, s.lane,
-                  (unsigned long long)s.c.twice_sent, (unsigned long long)s.c.twice_dropped);
+                  (unsigned long long)s.c.twice_sent, (unsigned long long)s.c.twice_dropped,
+                  (unsigned long long)s.c.reconnects, (unsigned long long)s.c.resent_bytes);
     return b;
 }
 
@@ -91,15 +95,15 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
     if (!line.empty() && line.back() == ',') f.push_back("");
-    if (f.size() != 22) return false;
+    if (f.size() != 24) return false;
     auto num = [](const std::string& t, unsigned long long* v) {
         if (t.empty()) return false;
         char* e = nullptr;
         *v = std::strtoull(t.c_str(), &e, 10);
         return *e == 0;
     };
-    unsigned long long v[22] = {};
-    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21})
+    unsigned long long v[24] = {};
+    for (int i : {0, 2, 4, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23})
         if (!num(f[size_t(i)], &v[i])) return false;
     LinkStat s;
     s.rank = int(v[0]);
@@ -109,7 +113,7 @@ bool parse_csv_row(const std::string& line, LinkStat* out) {
     s.peer_cluster = int(v[4]);
     s.lane = int(v[19]);
     s.cc = f[5];
-    s.c = {v[6], v[7], v[8], v[9], v[15], v[16], v[17], v[18], v[20], v[21]};
+    s.c = {v[6], v[7], v[8], v[9], v[15], v[16], v[17], v[18], v[20], v[21], v[22], v[23]};
     s.tcp.ok = true;
     s.tcp.retrans = uint32_t(v[10]);
     s.tcp.has_rtos = num(f[11], &v[11]);

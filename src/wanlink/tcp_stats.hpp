@@ -22,6 +22,10 @@ struct LinkCounters {
     // Small messages on two lanes (core/wan.cpp twice_lane): copies queued on this lane, and
     // copies that arrived second on it and were dropped.
     uint64_t twice_sent = 0, twice_dropped = 0;
+    // Connections of this lane replaced after a break or a stall (core/wan_link.cpp), and the
+    // bytes resent on the new ones from the send log: what TCP_INFO of the current socket no
+    // longer counts.
+    uint64_t reconnects = 0, resent_bytes = 0;
 };
 
 struct TcpInfo {
@@ -36,6 +40,10 @@ struct TcpInfo {
     uint64_t max_pacing_Bps = 0;  // tcpi_max_pacing_rate (SO_MAX_PACING_RATE; ~0 unlimited)
     uint64_t bytes_retrans = 0;
     uint32_t rto_us = 0;       // current RTO
+    // The connection's state now (the stall watch, core/wan_link.cpp): segments sent and not
+    // yet acknowledged, and ms since the last ACK came and since new data last went out.
+    uint32_t unacked = 0;
+    uint32_t last_ack_ms = 0, last_send_ms = 0;
 };
 
 TcpInfo read_tcp_info(int fd);
@@ -51,7 +59,7 @@ struct LinkStat {
 // The CSV header and one row, in the order of the header (bench/compare-pacing.sh reads them):
 // rank,host,peer_rank,peer_host,peer_cluster,cc,bytes_sent,bytes_recv,msgs_sent,msgs_recv,
 // retrans,rtos,rtt_us,delivery_bps,pacing_bps,z_raw_sent,z_sent,z_raw_recv,z_recv,lane,
-// twice_sent,twice_dropped
+// twice_sent,twice_dropped,reconnects,resent_bytes
 // (rates in bits/s; rtos empty when unknown)
 std::string csv_header();
 std::string csv_row(const LinkStat& s);

@@ -98,7 +98,21 @@ static base::Tunable<bool> t_restore(
     "in net.ipv4.tcp_allowed_congestion_control, or root. 0: leave the window alone.",
     base::Level::tuner);
 
+static base::Tunable<int64_t> t_stall(
+    "WAN", "STALL_MS", 500,
+    "Fast resumption after an outage. A connection between clusters that has had data "
+    "unacknowledged for this long, with no ACK and no new data sent meanwhile, is stalled: "
+    "the rank then tries a fresh TCP connection to the peer's host every 200 ms, and the "
+    "first that the peer's host answers shows the path is back while the stalled connection "
+    "still waits for its retransmission timer (up to WANMPI_WAN_RTO_MAX_MS) and may lose "
+    "another to a spurious-timeout undo. The stalled connection is then reset and resumed "
+    "at once on a new one, from the bytes the peer had received (WANMPI_WAN_RECONNECT_S; "
+    "links with a plain IMPI peer or through impi-relay cannot resume and are left to TCP). "
+    "0: off. Off with WANMPI_WAN_ADAPT=0.",
+    base::Level::tuner);
+
 bool adapt_enabled() { return t_adapt.get(); }
+int64_t stall_ms() { return adapt_enabled() ? std::max<int64_t>(0, t_stall.get()) : 0; }
 
 int64_t notsent_lowat_setting() {
     static std::once_flag once;

@@ -17,6 +17,9 @@
 //   rto_max  - after an outage TCP backs off exponentially (up to 120 s between probes); a bound
 //              of 1 s (the kernel's least) resumes the flow within about a second of the link's
 //              return.
+//   stall    - not within a second under bbr (F-RTO may undo the first timeout after the return,
+//              and the rest waits for the next): a stalled resumable connection is replaced by
+//              a new one as soon as a fresh connection shows the path is back (core/wan_link.cpp).
 //   timeout  - with the RTO capped, tcp_retries2 (15 retransmissions) would drop a connection
 //              after ~15 s of outage instead of ~15 min: TCP_USER_TIMEOUT keeps the patience.
 //   delack   - the receiver's delayed ACK (40-200 ms) stalls the last window of a message.
@@ -54,6 +57,10 @@ std::string tune_socket(int fd, const TcpTuning& t);
 
 // WANMPI_WAN_ADAPT (default on): pacing, rate-managed collectives, RTO bounds, delayed ACK.
 bool adapt_enabled();
+// WANMPI_WAN_STALL_MS, 0 when off (or WANMPI_WAN_ADAPT=0): how long a resumable connection may
+// leave data unacknowledged without any ACK or new data before the stall watch probes the path
+// (core/wan_link.cpp watch_stalls).
+int64_t stall_ms();
 // WANMPI_WAN_RATE in bytes/s on the wire (headers included), 0 when not set: the inter-cluster
 // bandwidth shared by the sending hosts of this process's cluster. A malformed value is
 // reported once and treated as not set.

@@ -257,7 +257,7 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.host = "10.0.0.1";
     s.peer_host = "10.0.1,2";  // a comma must not break the row
     s.cc = "cubic";
-    s.c = {100, 200, 3, 4, 50, 10, 60, 12, 7, 3};
+    s.c = {100, 200, 3, 4, 50, 10, 60, 12, 7, 3, 1, 4096};
     s.tcp.retrans = 5;
     s.tcp.rtos = 2;
     s.tcp.has_rtos = true;
@@ -267,7 +267,8 @@ TEST(WanlinkStats, CsvRoundTrip) {
     s.lane = 2;
     const std::string row = wanlink::csv_row(s);
     EXPECT_EQ(row,
-              "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12,2,7,3");
+              "3,10.0.0.1,7,10.0.1_2,1,cubic,100,200,3,4,5,2,20000,8000,24000,50,10,60,12,2,7,3,"
+              "1,4096");
     wanlink::LinkStat back;
     ASSERT_TRUE(wanlink::parse_csv_row(row, &back));
     EXPECT_EQ(back.peer_rank, 7);
@@ -279,16 +280,19 @@ TEST(WanlinkStats, CsvRoundTrip) {
     EXPECT_EQ(back.lane, 2);
     EXPECT_EQ(back.c.twice_sent, 7u);
     EXPECT_EQ(back.c.twice_dropped, 3u);
+    EXPECT_EQ(back.c.reconnects, 1u);
+    EXPECT_EQ(back.c.resent_bytes, 4096u);
     s.tcp.has_rtos = false;  // an old kernel: the field is empty
     ASSERT_TRUE(wanlink::parse_csv_row(wanlink::csv_row(s), &back));
     EXPECT_FALSE(back.tcp.has_rtos);
     EXPECT_FALSE(wanlink::parse_csv_row("1,2,3", &back));
-    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0,0,0", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("x,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0,0,0,0,0", &back));
+    EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0,0,0", &back));  // before reconnects
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1,0", &back));  // before twice
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1,1,1,1,1", &back));  // before lanes
     EXPECT_FALSE(wanlink::parse_csv_row("1,h,1,h,1,c,1,1,1,1,1,1,1,1,1", &back));  // before zstd
     const std::string hdr = wanlink::csv_header();
-    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 21);
+    EXPECT_EQ(std::count(hdr.begin(), hdr.end(), ','), 23);
 }
 
 // ---- issue 13: the job secret, the link handshake, the resumable stream ---------------------------

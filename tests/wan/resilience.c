@@ -12,6 +12,7 @@
  * the one the sequence number implies, and that per sender the sequence numbers arrive as
  * 0, 1, 2, ... (non-overtaking: ANY_SOURCE/ANY_TAG receives match a sender's messages in the
  * order it sent them): a message lost, duplicated or reordered by a reconnect fails here.
+ * Rank 0 says when the first round is done (wan.outage cuts the link then).
  * Standard MPI only: the same program runs under MPICH and Open MPI. Prints " No Errors".
  */
 #include <mpi.h>
@@ -90,6 +91,11 @@ int main(int argc, char** argv) {
         }
         MPI_Waitall((int)nsend, reqs, MPI_STATUSES_IGNORE);
         for (size_t j = 0; j < nsend; ++j) free(bufs[j]);
+        if (r == 0 && rank == 0) {
+            /* wan.outage starts the link's outage on this line: traffic is flowing then */
+            printf("resilience: round 1 of %d done\n", rounds);
+            fflush(stdout);
+        }
     }
     double t = MPI_Wtime() - t0;
     long tot_err = 0, tot_recv = 0;

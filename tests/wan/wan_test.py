@@ -40,6 +40,11 @@ and on each: sends a claimed host rank 1 and a well-formed wanmpi link HELLO wit
 proof; sends garbage; stays silent. The job must go on; the test's regex checks that the
 ranks logged the refusals.
 
+--outage LINK:SECS:REGEX makes wanemu link LINK (e.g. c0-c1) drop every packet for SECS
+seconds (`wanemu set LINK loss=100%,for=SECSs`), once, as soon as a line of the job's output
+matches REGEX (so that the outage falls on traffic in flight); the test's regex then checks how
+the ranks resumed (issue 12). The job fails the test if REGEX never appeared.
+
 --firewall C:LO:HI gives every host of cluster C, for the job's duration, a firewall that lets
 at most one TCP connection at a time from each address into ports LO..HI (iptables connlimit
 on new connections): with the cluster's WANMPI_IMPI_PORT_RANGE=LO:HI, the dance's connection
@@ -208,7 +213,7 @@ def check_stats(path, checks):
 def cmd_job(wanemu, run, sites, rest):
     need_root()
     expect, regex, stats, kill_every = "pass", None, None, None
-    capture = stranger = loss = firewall = None
+    capture = stranger = loss = firewall = outage = None
     while rest and rest[0] != "--":
         if rest[0] == "--expect":
             expect = rest[1]
@@ -226,6 +231,8 @@ def cmd_job(wanemu, run, sites, rest):
             loss = rest[1]
         elif rest[0] == "--firewall":
             firewall = rest[1]
+        elif rest[0] == "--outage":
+            outage = rest[1]
         else:
             print(f"wan_test: unknown option {rest[0]}")
             return 2
@@ -264,12 +271,13 @@ def cmd_job(wanemu, run, sites, rest):
             print(f"wan_test: --firewall: no host of cluster {c} in run {run}")
             return 1
     try:
-        if kill_every is None and capture is None and stranger is None:
+        if kill_every is None and capture is None and stranger is None and outage is None:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
             out = p.stdout.decode(errors="replace")
             rc = p.returncode
         else:
-            out, rc = run_watched(cmd, env, run, kill_every, capture, stranger)
+            out, rc = run_watched(cmd, env, run, kill_every, capture, stranger,
+                                  (wanemu, outage) if outage else None)
     finally:
         if loss:
             subprocess.run([wanemu, "set", "--name", run, link, "loss=0"])
@@ -409,7 +417,7 @@ def stranger_targets(run, prog):
     return out
 
 
-def run_watched(cmd, env, run, every, capture, stranger):
+def run_watched(cmd, env, run, every, capture, stranger, outage=None):
     sniffer = None
     if capture:
         ns, marker, want = capture.split(":")
@@ -425,11 +433,20 @@ def run_watched(cmd, env, run, every, capture, stranger):
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     lines = []
     port = [None]
+    cut = [None]  # the outage: not yet / the monotonic time it began
+    if outage:
+        o_wanemu, o_spec = outage
+        o_link, o_secs, o_regex = o_spec.split(":", 2)
 
     def reader():
         for raw in p.stdout:
             line = raw.decode(errors="replace")
             lines.append(line)
+            if outage and cut[0] is None and re.search(o_regex, line):
+                cut[0] = time.monotonic()
+                subprocess.run([o_wanemu, "set", "--name", run, o_link,
+                                f"loss=100%,for={o_secs}s"], stdout=subprocess.DEVNULL)
+                lines.append(f"wan_test: link {o_link} drops everything for {o_secs} s\n")
             m = re.search(r"impi-server for \d+ clusters .* at [\d.]+:(\d+)", line)
             if m and port[0] is None:
                 port[0] = m.group(1)
@@ -455,6 +472,9 @@ def run_watched(cmd, env, run, every, capture, stranger):
                                 *targets], capture_output=True, text=True, timeout=60)
             lines.append(f"wan_test: stranger tried {len(targets)} host sockets\n" + r.stdout)
     t.join()
+    if outage and cut[0] is None:
+        lines.append(f"wan_test: --outage: no line matched {o_regex!r}; no outage\n")
+        rc = rc or 3
     if every:
         lines.append(f"wan_test: cut {total} inter-cluster connection ends in {rounds} rounds "
                      f"(every {every:g} s)\n")
