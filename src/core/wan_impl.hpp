@@ -32,6 +32,7 @@
 #include "wanlink/lanes.hpp"
 #include "wanlink/pacer.hpp"
 #include "wanlink/replay.hpp"
+#include "wanlink/stall.hpp"
 #include "wanlink/tcp_tune.hpp"
 #include "wanlink/tls.hpp"
 
@@ -252,10 +253,9 @@ struct Peer {
     // Out: a message went twice to this process, so every later matching packet of a user
     // communicator is marked for matching in number order (impi_wire.hpp kStrictOrder).
     bool strict_out = false;
-    // The stall watch's probe of the path to the peer's host while a lane is stalled: a
-    // nonblocking connect to its host socket, replaced every kProbeEvery (a fresh SYN).
-    int probe_fd = -1;
-    int64_t probe_at = 0;
+    // The stall watch's probe of the path to the peer's host socket (or, behind impi-relay,
+    // the relay's port for it) while a lane is stalled.
+    wanlink::PathProbe probe;
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -436,7 +436,8 @@ public:
         for_lanes([&](Peer& p, Lane& l) {
             // The stall watch comes back while a lane's data is not known to be acknowledged.
             if (stall_ms_ > 0 && l.doubt && l.resume && l.fd >= 0)
-                arm_timer(std::max<int64_t>(stall_checked_ + kStallCheck - base::now_ns(), 0));
+                arm_timer(std::max<int64_t>(stall_checked_ + wanlink::kStallCheckNs -
+                                                base::now_ns(), 0));
             if (l.down || !incoming_.empty()) {
                 // Reconnect attempts, the reconnect deadline and pending handshakes are timed:
                 // come back at the next attempt (the listener wakes the accepting side).
@@ -879,13 +880,7 @@ private:
     // kStallCheck), probes the path to a peer with a stalled lane, and replaces the stalled
     // connections as soon as the path answers. Returns the lanes replaced.
     int watch_stalls();
-    bool probe_answered(Peer& p, int64_t now);
-    void end_probe(Peer& p) {
-        if (p.probe_fd >= 0) ::close(p.probe_fd);
-        p.probe_fd = -1;
-    }
-    static constexpr int64_t kStallCheck = 50000000;   // 50 ms
-    static constexpr int64_t kProbeEvery = 200000000;  // a fresh SYN every 200 ms
+    void end_probe(Peer& p) { p.probe.stop(); }
     const int64_t stall_ms_ = wanlink::stall_ms();
     int64_t stall_checked_ = 0;
 

@@ -311,7 +311,7 @@ int Wan::serve_reconnects() {
         if (closed && c.got == 0) {
             // Closed without a byte: a peer's stall watch testing the path (watch_stalls), or
             // a port scan. Nothing was claimed, so there is nothing to refuse.
-            WANMPI_LOG(debug, "host socket: %s connected and closed", c.from.c_str());
+            WANMPI_LOG(info, "host socket: %s connected and closed without a word", c.from.c_str());
             incoming_.erase(incoming_.begin() + long(k));
             continue;
         }
@@ -397,19 +397,22 @@ int Wan::serve_reconnects() {
 // WANMPI_WAN_RTO_MAX_MS (1 s at least), and under bbr F-RTO may take that first
 // retransmission's success for a spurious timeout and leave the rest for the next one: traffic
 // resumed 0.9-2.2 s after the link's return (docs/benchmarks.md "Outage"). A new connection is
-// not backed off. So while a lane is stalled (data unacknowledged, no ACK and no new data for
-// WANMPI_WAN_STALL_MS) the rank dials the peer's host socket every kProbeEvery, without
-// blocking; the first SYN the peer's host answers (connected, or refused: either way its
-// kernel heard us) shows the path is back. Every lane of that peer still stalled is then reset
-// (RST, so its retransmissions stop) and resumes on a new connection through the reconnect
-// path: the higher host dials at once; the lower waits, and its RST makes the higher find the
-// old connection broken (if it has not already: its own lanes stall too when it has data out).
+// not backed off. So while a lane is stalled (wanlink/stall.hpp) the rank probes the path to
+// the peer's host socket (behind impi-relay: the relay's port for it, the lane's first hop),
+// and once that answers, every lane of the peer still stalled is reset (RST, so its
+// retransmissions stop) and resumes on a new connection through the reconnect path: the higher
+// host dials at once; the lower waits, and its RST makes the higher find the old connection
+// broken (if it has not already: its own lanes stall too when it has data out). Through a
+// relay the RST ends the relayed pair, and both hosts resume through the relay as after any
+// break of a leg. A lane to the host's own relay, inside its cluster, does not stall in an
+// outage of the WAN: the relay stops reading it and its window closes (nothing unacknowledged);
+// the relay watches its outer legs itself (impi_relay_data.cpp).
 // A lane stays `stalled` until its data is all acknowledged: a retransmission that got through
 // before the probe does not clear it, since F-RTO may still leave the rest for the next timeout.
-// Only resumable lanes (two wanmpi hosts, no relay between them) are watched.
+// Only resumable lanes (two wanmpi hosts) are watched: anything else cannot be replaced.
 int Wan::watch_stalls() {
     const int64_t now = base::now_ns();
-    if (now - stall_checked_ < kStallCheck) return 0;
+    if (now - stall_checked_ < wanlink::kStallCheckNs) return 0;
     stall_checked_ = now;
     int n = 0;
     for (int r : list_) {
@@ -428,9 +431,7 @@ int Wan::watch_stalls() {
                 l.doubt = l.stalled = false;
                 continue;
             }
-            const int64_t quiet = std::min(t.last_ack_ms, t.last_send_ms);
-            const int64_t limit = std::max<int64_t>(stall_ms_, 3 * int64_t(t.rtt_us) / 1000);
-            if (!l.stalled && quiet >= limit) {
+            if (!l.stalled && wanlink::is_stalled(t, stall_ms_)) {
                 l.stalled = true;
                 WANMPI_LOG(info, "%s: %u segments unacknowledged, no ACK for %u ms: stalled; "
                                  "probing the path",
@@ -438,11 +439,16 @@ int Wan::watch_stalls() {
             }
             any = any || l.stalled;
         }
-        if (!any || !impi::relay_of(p.proc).empty()) {
+        if (!any) {
             end_probe(p);
             continue;
         }
-        if (!probe_answered(p, now)) continue;
+        const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(h.port);
+        if (inet_pton(AF_INET, h.addr().c_str(), &to.sin_addr) != 1) continue;
+        if (!p.probe.answered(to, now)) continue;
         for (auto& lp : p.lanes) {
             Lane& l = *lp;
             if (!l.stalled || l.fd < 0 || l.down) continue;
@@ -452,49 +458,13 @@ int Wan::watch_stalls() {
             setsockopt(l.fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
             broken(l, "the connection to " + lane_name(l) + " stalled (" +
                           std::to_string(t.unacked) + " segments unacknowledged, no ACK for " +
-                          std::to_string(t.last_ack_ms) + " ms) and the peer's host answers "
-                          "again: replacing it");
+                          std::to_string(t.last_ack_ms) + " ms) and " +
+                          (impi::relay_of(p.proc).empty() ? "the peer's host" : "the relay") +
+                          " answers again: replacing it");
             ++n;
         }
     }
     return n;
-}
-
-// The probe of the path to p's host: true once a connect to its host socket got an answer.
-bool Wan::probe_answered(Peer& p, int64_t now) {
-    if (p.probe_fd >= 0) {
-        pollfd pf{p.probe_fd, POLLOUT, 0};
-        if (::poll(&pf, 1, 0) > 0) {
-            int err = 0;
-            socklen_t len = sizeof err;
-            getsockopt(p.probe_fd, SOL_SOCKET, SO_ERROR, &err, &len);
-            end_probe(p);
-            if (err == 0 || err == ECONNREFUSED) return true;
-            // Unreachable and the like: the path is not back; try again next time.
-            return false;
-        }
-        if (now - p.probe_at < kProbeEvery) return false;
-        end_probe(p);  // its SYN went into the outage: a fresh one
-    }
-    const auto& h = job_.hosts[size_t(job_.procs[size_t(p.rank)].host)];
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(h.port);
-    if (inet_pton(AF_INET, h.addr().c_str(), &sa.sin_addr) != 1) return false;
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
-    p.probe_at = now;
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0 ||
-        errno == ECONNREFUSED) {
-        ::close(fd);
-        return true;
-    }
-    if (errno != EINPROGRESS) {
-        ::close(fd);
-        return false;
-    }
-    p.probe_fd = fd;
-    return false;
 }
 
 // ---- lanes that cannot be opened ------------------------------------------------------------

@@ -38,15 +38,19 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/clock.hpp"
 #include "base/codec.hpp"
 #include "base/log.hpp"
 #include "wanlink/lanes.hpp"
+#include "wanlink/stall.hpp"
+#include "wanlink/tcp_stats.hpp"
 #include "wanlink/tcp_tune.hpp"
 
 namespace wanmpi::impi {
@@ -122,6 +126,10 @@ struct RelayData::Pair {
     bool far_in = false;
     uint8_t far_buf[wanlink::kHello + wanlink::kMac];
     size_t far_got = 0;
+    // The stall watch (watch_stalls): the leg found stalled (until its data is acknowledged or
+    // the pair is reset), and the probe of the path to its far end.
+    int stalled_fd = -1;
+    wanlink::PathProbe probe;
 };
 
 RelayData::RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg,
@@ -167,6 +175,8 @@ void RelayData::add_listener(base::Fd fd, int host) {
 }
 
 void RelayData::close_all() {
+    if (stall_timer_) loop_.cancel(stall_timer_);
+    stall_timer_ = 0;
     for (auto& [fd, h] : listeners_) {
         loop_.remove(fd);
         ::close(fd);
@@ -243,6 +253,12 @@ void RelayData::drop_pending(Pending* p, const std::string& why) {
 void RelayData::on_pending(Pending* p) {
     if (p->got < 4) {
         ssize_t n = ::recv(p->fd, p->rank + p->got, 4 - p->got, MSG_DONTWAIT);
+        if (n == 0 && p->got == 0) {
+            // Not a word: a host's stall watch testing the path (wanlink/stall.hpp), or a scan.
+            WANMPI_LOG(info, "connection from %s to the port of host %d closed without a word",
+                       p->peer.c_str(), p->rep);
+            return drop_pending(p, "");
+        }
         if (n == 0) return drop_pending(p, "closed before it sent its host rank");
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR) return;
@@ -594,9 +610,63 @@ void RelayData::start_forwarding(Pair* pr) {
                    pr->tls_acc || pr->tls_con ? ", TLS on the outer leg" : "",
                    pr->resumable ? ", resumable" : "");
     }
+    if (pr->resumable && stall_ms_ > 0 && !stall_timer_)
+        stall_timer_ = loop_.after(kStallEveryMs, [this] {
+            stall_timer_ = 0;
+            watch_stalls();
+        });
     // The dance rank of a plain pair sits in a buffer as "checked, not written"; pump it out
     // with the rest. TLS may hold plaintext already: pump before waiting for the sockets.
     on_pair(pr);
+}
+
+// The stall watch on the relayed pairs' legs (WANMPI_WAN_STALL_MS; core/wan_link.cpp has the
+// why). In an outage of the WAN the outer leg of a pair stalls when the relay has data out on
+// it (the hosts' own legs do not: the relay stops reading them and their windows close). The
+// hosts cannot see that stall, so the relay probes the path to the stalled leg's far end (a
+// host, or the next relay; its address from the socket: a refused SYN on an ephemeral port
+// counts as an answer too) and, once it answers, resets the pair: both hosts then reconnect
+// through the relay and resend from their logs, as after any broken leg of a resumable pair.
+void RelayData::watch_stalls() {
+    const int64_t now = base::now_ns();
+    std::vector<Pair*> reset;
+    bool any = false;
+    for (auto& [pr, own] : pairs_) {
+        if (!pr->connected || !pr->resumable) continue;
+        any = true;
+        for (int fd : {pr->fd_in, pr->fd_out}) {
+            const wanlink::TcpInfo t = wanlink::read_tcp_info(fd);
+            if (!t.ok) continue;
+            if (t.unacked == 0) {
+                if (pr->stalled_fd == fd) pr->stalled_fd = -1;
+            } else if (pr->stalled_fd < 0 && wanlink::is_stalled(t, stall_ms_)) {
+                pr->stalled_fd = fd;
+                WANMPI_LOG(info, "pair %s: the connection to host %d stalled (%u segments "
+                                 "unacknowledged, no ACK for %u ms); probing the path",
+                           pr->name.c_str(), fd == pr->fd_in ? pr->h : pr->j, t.unacked,
+                           t.last_ack_ms);
+            }
+        }
+        if (pr->stalled_fd < 0) {
+            pr->probe.stop();
+            continue;
+        }
+        sockaddr_in to{};
+        socklen_t len = sizeof to;
+        if (getpeername(pr->stalled_fd, reinterpret_cast<sockaddr*>(&to), &len) != 0 ||
+            to.sin_family != AF_INET)
+            continue;
+        if (pr->probe.answered(to, now)) reset.push_back(pr);
+    }
+    for (Pair* pr : reset)
+        end_pair(pr, "the connection to host " +
+                         std::to_string(pr->stalled_fd == pr->fd_in ? pr->h : pr->j) +
+                         " stalled and its far end answers again");
+    if (any && !stall_timer_)
+        stall_timer_ = loop_.after(kStallEveryMs, [this] {
+            stall_timer_ = 0;
+            watch_stalls();
+        });
 }
 
 std::string RelayData::pump(Pair* pr, Dir& d) {

@@ -64,6 +64,11 @@ private:
     void drop_pending(Pending* p, const std::string& why);
     void end_pair(Pair* p, const std::string& why);  // why empty: a clean end
     std::string pump(Pair* pr, Dir& d);
+    // The stall watch (WANMPI_WAN_STALL_MS): every kStallEveryMs while resumable pairs forward.
+    void watch_stalls();
+    static constexpr int64_t kStallEveryMs = 100;
+    const int64_t stall_ms_ = wanlink::stall_ms();
+    uint64_t stall_timer_ = 0;
 
     runtime::EventLoop& loop_;
     const RelayMap& map_;

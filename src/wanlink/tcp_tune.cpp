@@ -107,7 +107,8 @@ static base::Tunable<int64_t> t_stall(
     "still waits for its retransmission timer (up to WANMPI_WAN_RTO_MAX_MS) and may lose "
     "another to a spurious-timeout undo. The stalled connection is then reset and resumed "
     "at once on a new one, from the bytes the peer had received (WANMPI_WAN_RECONNECT_S; "
-    "links with a plain IMPI peer or through impi-relay cannot resume and are left to TCP). "
+    "links with a plain IMPI peer cannot resume and are left to TCP). impi-relay watches the "
+    "legs of its pairs the same way and resets a stalled pair, which its hosts then resume. "
     "0: off. Off with WANMPI_WAN_ADAPT=0.",
     base::Level::tuner);
 

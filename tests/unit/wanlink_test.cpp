@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "wanlink/replay.hpp"
 #include "wanlink/secret.hpp"
 #include "wanlink/sockopt.hpp"
+#include "wanlink/stall.hpp"
 #include "wanlink/tcp_stats.hpp"
 #include "wanlink/tcp_tune.hpp"
 
@@ -38,19 +40,28 @@ bool kernel_has_rto_min() {
     socklen_t l = sizeof v;
     return getsockopt(s.fd, IPPROTO_TCP, TCP_RTO_MIN_US, &v, &l) == 0;
 }
+// A listening socket on a free loopback port (its address in *a); -1 on failure.
+int loopback_listener(int backlog, sockaddr_in* a) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    *a = sockaddr_in{};
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof *a;
+    if (bind(l, reinterpret_cast<sockaddr*>(a), sizeof *a) != 0 || listen(l, backlog) != 0 ||
+        getsockname(l, reinterpret_cast<sockaddr*>(a), &al) != 0) {
+        ::close(l);
+        return -1;
+    }
+    return l;
+}
 // A TCP connection over loopback: c (the connecting end) and srv (the accepted one).
 struct Loopback {
     Sock c;
     int l = -1, srv = -1;
     void open() {
-        l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t al = sizeof a;
-        ASSERT_EQ(bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        ASSERT_EQ(listen(l, 1), 0);
-        ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &al), 0);
+        sockaddr_in a;
+        l = loopback_listener(1, &a);
+        ASSERT_GE(l, 0);
         ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
         srv = accept(l, nullptr, nullptr);
         ASSERT_GE(srv, 0);
@@ -61,6 +72,68 @@ struct Loopback {
     }
 };
 }  // namespace
+
+// ---- the stall watch (wanlink/stall.hpp) ---------------------------------------------------------
+TEST(WanlinkStall, StalledOnlyWithDataOutAndQuietLongEnough) {
+    wanlink::TcpInfo t;
+    t.ok = true;
+    t.rtt_us = 20000;
+    t.unacked = 5;
+    t.last_ack_ms = 600;
+    t.last_send_ms = 700;
+    EXPECT_TRUE(wanlink::is_stalled(t, 500));
+    EXPECT_FALSE(wanlink::is_stalled(t, 0));    // off
+    EXPECT_FALSE(wanlink::is_stalled(t, 650));  // an ACK 600 ms ago
+    t.last_send_ms = 100;                       // new data went out 100 ms ago
+    EXPECT_FALSE(wanlink::is_stalled(t, 500));
+    t.last_send_ms = 700;
+    t.unacked = 0;                              // everything acknowledged: idle, not stalled
+    EXPECT_FALSE(wanlink::is_stalled(t, 500));
+    t.unacked = 5;
+    t.rtt_us = 300000;                          // a 300 ms path: at least 3 RTTs
+    EXPECT_FALSE(wanlink::is_stalled(t, 500));
+    t.last_ack_ms = t.last_send_ms = 900;
+    EXPECT_TRUE(wanlink::is_stalled(t, 500));
+    t.ok = false;                               // a closed socket
+    EXPECT_FALSE(wanlink::is_stalled(t, 500));
+}
+
+TEST(WanlinkStall, ProbeAnsweredByAListenerOrARefusal) {
+    sockaddr_in a;
+    int l = loopback_listener(4, &a);
+    ASSERT_GE(l, 0);
+    auto answered_within = [](wanlink::PathProbe& p, const sockaddr_in& to, int64_t ms) {
+        for (int64_t i = 0; i < ms; ++i) {
+            timespec ts{};
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            if (p.answered(to, int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec)) return true;
+            usleep(1000);
+        }
+        return false;
+    };
+    wanlink::PathProbe p;
+    EXPECT_TRUE(answered_within(p, a, 2000));  // connected
+    ::close(l);                                // the port closed: a refusal is an answer too
+    wanlink::PathProbe q;
+    EXPECT_TRUE(answered_within(q, a, 2000));
+    // A path that does not answer: a listener whose accept queue is full drops every SYN,
+    // as a link in an outage does (no address is sure to be unreachable on every machine).
+    sockaddr_in b;
+    int full = loopback_listener(0, &b);
+    ASSERT_GE(full, 0);
+    std::vector<int> fillers;
+    for (int i = 0; i < 3; ++i) {
+        int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        (void)::connect(f, reinterpret_cast<sockaddr*>(&b), sizeof b);
+        fillers.push_back(f);
+    }
+    usleep(20000);
+    wanlink::PathProbe r;
+    EXPECT_FALSE(answered_within(r, b, 500));  // two fresh SYNs, both dropped
+    r.stop();
+    for (int f : fillers) ::close(f);
+    ::close(full);
+}
 
 TEST(WanlinkTcp, ZeroLeavesTheKernelDefault) {
     Sock s;
