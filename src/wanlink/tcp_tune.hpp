@@ -4,7 +4,9 @@
 //   tcp_tune   - the TCP settings of an inter-cluster socket, and the WAN tunables they come from
 //   pacer      - a process's send budget over its WAN sockets (token bucket + kernel pacing)
 //   tcp_stats  - TCP_INFO of a socket, read cheaply, and a per-connection counter record
-// Lanes, TLS, replay and compression belong here too as they are built (issues 13-14).
+//   stall      - when a connection is stalled after an outage, and the probe of its path
+//   secret, handshake, tls, replay - the job secret, the link handshake, TLS, the send log
+//   lanes, compress - a link's k connections, and zstd with its filters
 //
 // This file: the TCP settings. Every knob is its own tunable (docs/tuning.md says when to set
 // which); WANMPI_WAN_ADAPT=off turns the adaptive ones (pacing, RTO bounds, delayed ACK) off at
