@@ -256,6 +256,7 @@ struct Peer {
     // The stall watch's probe of the path to the peer's host socket (or, behind impi-relay,
     // the relay's port for it) while a lane is stalled.
     wanlink::PathProbe probe;
+    int64_t probe_hold = 0;  // no probe before (the path answered at once last time)
 };
 
 // An incoming connection on the host socket after the dance: a peer reconnecting (or a
@@ -877,8 +878,9 @@ private:
     bool on_lanes_dropped(Peer& p, uint64_t mask);
     // The stall watch (WANMPI_WAN_STALL_MS, docs/design/pacing.md "Resuming after an outage"):
     // checks the lanes written since their data was last all acknowledged (TCP_INFO, every
-    // kStallCheck), probes the path to a peer with a stalled lane, and replaces the stalled
-    // connections as soon as the path answers. Returns the lanes replaced.
+    // wanlink::kStallCheckNs), probes the path to a peer with a stalled lane, and replaces the
+    // stalled connections as soon as the path answers after it did not. Returns the lanes
+    // replaced.
     int watch_stalls();
     void end_probe(Peer& p) { p.probe.stop(); }
     const int64_t stall_ms_ = wanlink::stall_ms();

@@ -409,6 +409,8 @@ int Wan::serve_reconnects() {
 // the relay watches its outer legs itself (impi_relay_data.cpp).
 // A lane stays `stalled` until its data is all acknowledged: a retransmission that got through
 // before the probe does not clear it, since F-RTO may still leave the rest for the next timeout.
+// Only an answer after unanswered probes (an outage that ended) replaces: a path that answers
+// at once is up, and the stall is TCP's loss recovery on a lossy link, left to TCP.
 // Only resumable lanes (two wanmpi hosts) are watched: anything else cannot be replaced.
 int Wan::watch_stalls() {
     const int64_t now = base::now_ns();
@@ -439,7 +441,7 @@ int Wan::watch_stalls() {
             }
             any = any || l.stalled;
         }
-        if (!any) {
+        if (!any || now < p.probe_hold) {
             end_probe(p);
             continue;
         }
@@ -448,7 +450,17 @@ int Wan::watch_stalls() {
         to.sin_family = AF_INET;
         to.sin_port = htons(h.port);
         if (inet_pton(AF_INET, h.addr().c_str(), &to.sin_addr) != 1) continue;
-        if (!p.probe.answered(to, now)) continue;
+        const wanlink::PathProbe::Result pr = p.probe.poll(to, now);
+        if (pr == wanlink::PathProbe::waiting) continue;
+        if (pr == wanlink::PathProbe::up) {
+            // The path never went away: the stall is TCP's loss recovery on a lossy link,
+            // which a new connection would only make longer (wanlink/stall.hpp).
+            for (auto& lp : p.lanes) lp->stalled = false;
+            p.probe_hold = now + wanlink::kProbeHoldNs;
+            WANMPI_LOG(info, "the path to %s answers at once: a stalled lane is left to TCP",
+                       peer_name(p.rank).c_str());
+            continue;
+        }
         for (auto& lp : p.lanes) {
             Lane& l = *lp;
             if (!l.stalled || l.fd < 0 || l.down) continue;

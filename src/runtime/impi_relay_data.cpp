@@ -130,6 +130,7 @@ struct RelayData::Pair {
     // the pair is reset), and the probe of the path to its far end.
     int stalled_fd = -1;
     wanlink::PathProbe probe;
+    int64_t probe_hold = 0;  // no probe before (the path answered at once last time)
 };
 
 RelayData::RelayData(runtime::EventLoop& loop, const RelayMap& map, const RelayConfig& cfg,
@@ -625,8 +626,9 @@ void RelayData::start_forwarding(Pair* pr) {
 // it (the hosts' own legs do not: the relay stops reading them and their windows close). The
 // hosts cannot see that stall, so the relay probes the path to the stalled leg's far end (a
 // host, or the next relay; its address from the socket: a refused SYN on an ephemeral port
-// counts as an answer too) and, once it answers, resets the pair: both hosts then reconnect
-// through the relay and resend from their logs, as after any broken leg of a resumable pair.
+// counts as an answer too) and, once it answers after it did not (an outage that ended),
+// resets the pair: both hosts then reconnect through the relay and resend from their logs, as
+// after any broken leg of a resumable pair.
 void RelayData::watch_stalls() {
     const int64_t now = base::now_ns();
     std::vector<Pair*> reset;
@@ -647,7 +649,7 @@ void RelayData::watch_stalls() {
                            t.last_ack_ms);
             }
         }
-        if (pr->stalled_fd < 0) {
+        if (pr->stalled_fd < 0 || now < pr->probe_hold) {
             pr->probe.stop();
             continue;
         }
@@ -656,7 +658,14 @@ void RelayData::watch_stalls() {
         if (getpeername(pr->stalled_fd, reinterpret_cast<sockaddr*>(&to), &len) != 0 ||
             to.sin_family != AF_INET)
             continue;
-        if (pr->probe.answered(to, now)) reset.push_back(pr);
+        const wanlink::PathProbe::Result res = pr->probe.poll(to, now);
+        if (res == wanlink::PathProbe::back) {
+            reset.push_back(pr);
+        } else if (res == wanlink::PathProbe::up) {
+            // The path never went away: TCP's loss recovery, left to TCP (wanlink/stall.hpp).
+            pr->stalled_fd = -1;
+            pr->probe_hold = now + wanlink::kProbeHoldNs;
+        }
     }
     for (Pair* pr : reset)
         end_pair(pr, "the connection to host " +

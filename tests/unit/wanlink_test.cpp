@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/socket.hpp"
 #include "wanlink/handshake.hpp"
 #include "wanlink/pacer.hpp"
 #include "wanlink/replay.hpp"
@@ -98,26 +99,27 @@ TEST(WanlinkStall, StalledOnlyWithDataOutAndQuietLongEnough) {
     EXPECT_FALSE(wanlink::is_stalled(t, 500));
 }
 
-TEST(WanlinkStall, ProbeAnsweredByAListenerOrARefusal) {
-    sockaddr_in a;
-    int l = loopback_listener(4, &a);
-    ASSERT_GE(l, 0);
-    auto answered_within = [](wanlink::PathProbe& p, const sockaddr_in& to, int64_t ms) {
+TEST(WanlinkStall, ProbeTellsAPathBackFromAPathUp) {
+    // Polls until the probe says something other than `waiting`, or `ms` passed.
+    auto poll_for = [](wanlink::PathProbe& p, const sockaddr_in& to, int64_t ms) {
         for (int64_t i = 0; i < ms; ++i) {
             timespec ts{};
             clock_gettime(CLOCK_MONOTONIC, &ts);
-            if (p.answered(to, int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec)) return true;
+            auto r = p.poll(to, int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec);
+            if (r != wanlink::PathProbe::waiting) return r;
             usleep(1000);
         }
-        return false;
+        return wanlink::PathProbe::waiting;
     };
+    sockaddr_in a;
+    int l = loopback_listener(4, &a);
+    ASSERT_GE(l, 0);
     wanlink::PathProbe p;
-    EXPECT_TRUE(answered_within(p, a, 2000));  // connected
-    ::close(l);                                // the port closed: a refusal is an answer too
-    wanlink::PathProbe q;
-    EXPECT_TRUE(answered_within(q, a, 2000));
-    // A path that does not answer: a listener whose accept queue is full drops every SYN,
-    // as a link in an outage does (no address is sure to be unreachable on every machine).
+    EXPECT_EQ(poll_for(p, a, 2000), wanlink::PathProbe::up);  // answered at once: connected
+    ::close(l);
+    EXPECT_EQ(poll_for(p, a, 2000), wanlink::PathProbe::up);  // a refusal is an answer too
+    // A path that does not answer: a listener whose accept queue is full drops every SYN, as
+    // a link in an outage does (no address is sure to be unreachable on every machine).
     sockaddr_in b;
     int full = loopback_listener(0, &b);
     ASSERT_GE(full, 0);
@@ -128,10 +130,17 @@ TEST(WanlinkStall, ProbeAnsweredByAListenerOrARefusal) {
         fillers.push_back(f);
     }
     usleep(20000);
-    wanlink::PathProbe r;
-    EXPECT_FALSE(answered_within(r, b, 500));  // two fresh SYNs, both dropped
-    r.stop();
+    EXPECT_EQ(poll_for(p, b, 500), wanlink::PathProbe::waiting);  // fresh SYNs, all dropped
+    // The outage ends: room in the queue again. The next fresh SYN is answered, after
+    // probes that were not: the path is back.
     for (int f : fillers) ::close(f);
+    base::set_nonblock(full, true);
+    while (true) {
+        int c = accept(full, nullptr, nullptr);
+        if (c < 0) break;
+        ::close(c);
+    }
+    EXPECT_EQ(poll_for(p, b, 2000), wanlink::PathProbe::back);
     ::close(full);
 }
 
