@@ -69,7 +69,8 @@ static base::Tunable<int64_t> t_twice(
     "comes first: a segment lost on one lane then delays the message only if the other copy is "
     "lost as well, instead of waiting for TCP's loss recovery. Costs their bytes twice. Needs "
     "two lanes in use (WANMPI_WAN_LANES); never in a rate-managed collective. -1 (auto): "
-    "16 KiB while a lane of the link retransmitted in the last 10 s (TCP_INFO), else off. "
+    "16 KiB while a lane of the link lost a segment in the last 10 s (TCP_INFO: a "
+    "retransmission the peer did not report as a duplicate), else off. "
     "0: off.",
     base::Level::tuner);
 
@@ -100,20 +101,22 @@ bool Wan::twice_lane(Peer& p, const Hdr& h, uint64_t len, uint8_t* first, uint8_
     return true;
 }
 
-// Whether the link lost segments lately: any lane's retransmission count grew in the last
-// kLossyFor (read at most every kLossCheck; a reconnected lane's new socket starts from 0).
+// Whether the link lost segments lately: its lanes' losses grew in the last kLossyFor (TCP_INFO
+// read at most every kLossCheck; a retransmission the peer reported as a duplicate was no loss:
+// wanlink::LossWatch).
 bool Wan::lossy(Peer& p) {
     const int64_t now = base::now_ns();
     if (now - p.loss_at >= kLossCheck) {
         p.loss_at = now;
-        uint64_t r = 0;
+        uint64_t r = 0, d = 0;
         for (const auto& l : p.lanes) {
             if (l->fd < 0) continue;
             const wanlink::TcpInfo t = wanlink::read_tcp_info(l->fd);
-            if (t.ok) r += t.retrans;
+            if (!t.ok) continue;
+            r += t.retrans;
+            d += t.dsack_dups;
         }
-        if (r > p.retrans_seen) p.lossy_until = now + kLossyFor;
-        p.retrans_seen = r;
+        if (p.losses.update(r, d)) p.lossy_until = now + kLossyFor;
     }
     return now < p.lossy_until;
 }

@@ -33,6 +33,7 @@
 #include "wanlink/pacer.hpp"
 #include "wanlink/replay.hpp"
 #include "wanlink/stall.hpp"
+#include "wanlink/tcp_stats.hpp"
 #include "wanlink/tcp_tune.hpp"
 #include "wanlink/tls.hpp"
 
@@ -246,10 +247,10 @@ struct Peer {
     // copy, when it comes, is dropped and erases the entry (both copies always arrive: lanes
     // resume after a break, and a lane given up moves its queue to another lane).
     std::set<std::pair<uint32_t, uint64_t>> twice_seen;
-    // Out (auto): retransmissions seen on the link's lanes (TCP_INFO, read at most every
+    // Out (auto): the losses seen on the link's lanes (TCP_INFO, read at most every
     // kLossCheck), and until when the link counts as lossy.
     int64_t loss_at = 0, lossy_until = 0;
-    uint64_t retrans_seen = 0;
+    wanlink::LossWatch losses;
     // Out: a message went twice to this process, so every later matching packet of a user
     // communicator is marked for matching in number order (impi_wire.hpp kStrictOrder).
     bool strict_out = false;
@@ -750,7 +751,7 @@ private:
     }
     static constexpr uint64_t kTwiceAuto = 16384;            // auto: messages up to 16 KiB
     static constexpr int64_t kLossCheck = 100000000;         // TCP_INFO at most every 100 ms
-    static constexpr int64_t kLossyFor = 10000000000;        // lossy for 10 s after a retransmit
+    static constexpr int64_t kLossyFor = 10000000000;        // lossy for 10 s after a loss
     // Whether granted DATA of this frame is striped (WANMPI_WAN_STRIPE), and the bookkeeping
     // when one of its cuts has been written.
     bool stripe_now(const Peer& p, Lane& l, const Bulk& b);

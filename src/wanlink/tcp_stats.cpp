@@ -33,6 +33,7 @@ TcpInfo read_tcp_info(int fd) {
     std::memcpy(&ti, buf, sizeof ti);
     r.ok = true;
     r.retrans = ti.tcpi_total_retrans;
+    r.dsack_dups = ti.tcpi_dsack_dups;
     r.rtt_us = ti.tcpi_rtt;
     r.rttvar_us = ti.tcpi_rttvar;
     r.min_rtt_us = ti.tcpi_min_rtt;
@@ -53,6 +54,21 @@ TcpInfo read_tcp_info(int fd) {
         r.has_rtos = true;
     }
     return r;
+}
+
+bool LossWatch::update(uint64_t retrans, uint64_t dsack_dups) {
+    if (retrans < prev_retrans_ || dsack_dups < prev_dsack_) {
+        prev_retrans_ = retrans;
+        prev_dsack_ = dsack_dups;
+        lost_ = retrans > dsack_dups ? retrans - dsack_dups : 0;
+        return false;
+    }
+    const uint64_t lost = prev_retrans_ > dsack_dups ? prev_retrans_ - dsack_dups : 0;
+    const bool grew = lost > lost_;
+    if (grew) lost_ = lost;
+    prev_retrans_ = retrans;
+    prev_dsack_ = dsack_dups;
+    return grew;
 }
 
 std::string csv_header() {

@@ -31,6 +31,7 @@ struct LinkCounters {
 struct TcpInfo {
     bool ok = false;           // false: the socket is closed or TCP_INFO failed
     uint32_t retrans = 0;      // tcpi_total_retrans: segments retransmitted, whole life
+    uint32_t dsack_dups = 0;   // tcpi_dsack_dups: segments the peer reported received twice
     uint32_t rtos = 0;         // tcpi_total_rto (Linux >= 6.7): timeouts, whole life
     bool has_rtos = false;     // the kernel reported tcpi_total_rto
     uint32_t rtt_us = 0, rttvar_us = 0, min_rtt_us = 0;
@@ -47,6 +48,28 @@ struct TcpInfo {
 };
 
 TcpInfo read_tcp_info(int fd);
+
+// Whether a link lost segments, from its connections' TCP_INFO counters summed (core/wan.cpp
+// Wan::lossy, which turns WANMPI_WAN_TWICE=auto on). A retransmission is not always a loss: on a
+// short link a burst's tail waits for the receiver's delayed ACK longer than the sender's
+// tail-loss probe timeout (2 RTT), so TCP resends a segment that arrived, and the receiver then
+// reports it twice-received with a D-SACK (tcpi_dsack_dups) about one RTT later. Every job on a
+// lossless emulated link had such probes. So the losses are the retransmissions counted at the
+// previous check minus every D-SACK counted by now: a rule that lags one check (at least 100 ms,
+// more than the round trip of the links wanmpi is for) and sees a spurious retransmission as
+// none. A segment lost and then retransmitted has no D-SACK and counts. When either sum drops (a
+// connection replaced or down: its successor's counters start at 0) the baseline starts again,
+// with no loss reported for that check.
+// Threading: a LossWatch belongs to its link's owner.
+class LossWatch {
+public:
+    // The sums now; true when the losses grew since the last call.
+    bool update(uint64_t retrans, uint64_t dsack_dups);
+    uint64_t losses() const { return lost_; }
+
+private:
+    uint64_t prev_retrans_ = 0, prev_dsack_ = 0, lost_ = 0;
+};
 
 // One CSV/table row's worth of a connection end, as WANMPI_WAN_STATS prints it.
 struct LinkStat {

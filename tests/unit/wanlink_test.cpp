@@ -331,6 +331,43 @@ TEST(WanlinkTcp, NotsentLowatAutoAndApplied) {
     EXPECT_FALSE(wanlink::socket_window(-1, &win, &srtt));
 }
 
+// WANMPI_WAN_TWICE=auto's loss signal (core/wan.cpp Wan::lossy). The spurious case is what every
+// job on a lossless emulated link showed: a tail-loss probe after a delayed ACK, reported back
+// as a duplicate one round trip later (nstat: TCPLossProbes = TCPDSACKRecv); the old rule (any
+// retransmission) took it for loss and sent every small message twice (wan.lanes_twice_spurious).
+TEST(WanlinkStats, LossWatchCountsOnlyRetransmissionsNotReportedAsDuplicates) {
+    // Each step: the sums of tcpi_total_retrans and tcpi_dsack_dups at a check, whether the
+    // losses grew, and the losses after it.
+    struct Step {
+        uint64_t retrans, dsacks;
+        bool grew;
+        uint64_t losses;
+        const char* what;
+    };
+    const Step steps[] = {
+        {0, 0, false, 0, "start"},
+        {1, 0, false, 0, "a probe goes out"},
+        {1, 1, false, 0, "its D-SACK came before the next check: never a loss"},
+        {1, 1, false, 0, "quiet"},
+        {2, 2, false, 0, "a probe and its D-SACK between two checks"},
+        {3, 2, false, 0, "a lost segment resent: no D-SACK will come"},
+        {3, 2, true, 1, "seen one check later"},
+        {3, 2, false, 1, "quiet"},
+        {6, 2, false, 1, "two more losses, and a probe whose D-SACK is on its way"},
+        {6, 3, true, 3, "the probe's D-SACK came: two losses"},
+        {6, 3, false, 3, "quiet"},
+        {1, 0, false, 1, "a connection replaced: the sums drop, a new baseline"},
+        {1, 0, false, 1, "quiet"},
+        {2, 0, false, 1, "a loss on the new connection"},
+        {2, 0, true, 2, "still counted"},
+    };
+    wanlink::LossWatch w;
+    for (const Step& s : steps) {
+        EXPECT_EQ(w.update(s.retrans, s.dsacks), s.grew) << s.what;
+        EXPECT_EQ(w.losses(), s.losses) << s.what;
+    }
+}
+
 TEST(WanlinkStats, CsvRoundTrip) {
     wanlink::LinkStat s;
     s.rank = 3;

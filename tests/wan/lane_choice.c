@@ -1,7 +1,7 @@
 /* Traffic whose lanes WANMPI_WAN_STATS can judge (issue 12/14, docs/design/lanes.md "Which
  * lane a packet takes"; the judging is wan_test.py's --stats onelane / lanespread):
  *
- *   lane_choice coll|dup|p2p [CALLS]
+ *   lane_choice coll|dup|p2p|bursts [CALLS]
  *
  * coll: CALLS (default 300) MPI_Allreduce of 3 ints and CALLS MPI_Alltoall of 2 ints per block
  *       on MPI_COMM_WORLD, every result checked. All eager-sized, so no SYNCACK, no granted
@@ -14,13 +14,21 @@
  *       clusters are of equal size) CALLS / 4 rounds of one small message on each of 64 tags,
  *       received per tag in send order with the payload checked: user point-to-point streams
  *       keep one lane per (communicator, tag), so the tags spread over all lanes.
+ * bursts: CALLS rounds in which each rank of the first half of the world sends 16 small messages
+ *       (tags 0..15) to the rank half the world away, which checks them and sends nothing back,
+ *       then both pause 30 ms. The receiver's delayed ACK of a burst's tail is late for the
+ *       sender's tail-loss probe on a short link, so TCP retransmits with no loss at all; the
+ *       receiver reports the duplicate (D-SACK). WANMPI_WAN_TWICE=auto must not take that for
+ *       a loss (judged by wan_test.py --stats notwice); with real loss it must (twice).
  *
  * Standard MPI only; prints " No Errors".
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NTAGS 64
 
@@ -77,6 +85,40 @@ static int check_p2p(int rounds) {
     return errors;
 }
 
+static int check_bursts(int rounds) {
+    int rank, size, errors = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int half = size / 2;
+    const int sender = rank < half;
+    const int peer = sender ? rank + half : rank - half;
+    if (peer >= size || (!sender && rank >= 2 * half)) return 0;  /* odd size: the last rests */
+    int out[16][2], in[16][2];
+    MPI_Request req[16];
+    for (int r = 0; r < rounds; ++r) {
+        for (int t = 0; t < 16; ++t) {
+            if (sender) {
+                out[t][0] = rank;
+                out[t][1] = r;
+                MPI_Isend(out[t], 2, MPI_INT, peer, t, MPI_COMM_WORLD, &req[t]);
+            } else {
+                MPI_Irecv(in[t], 2, MPI_INT, peer, t, MPI_COMM_WORLD, &req[t]);
+            }
+        }
+        MPI_Waitall(16, req, MPI_STATUSES_IGNORE);
+        if (!sender)
+            for (int t = 0; t < 16; ++t)
+                if (in[t][0] != peer || in[t][1] != r) errors++;
+        /* A pause in which nothing goes either way: the last segments' ACKs are delayed. */
+        const double until = MPI_Wtime() + 0.030;
+        while (MPI_Wtime() < until) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return errors;
+}
+
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     int rank, errors = 0;
@@ -93,8 +135,11 @@ int main(int argc, char** argv) {
         MPI_Comm_free(&dup);
     } else if (strcmp(mode, "p2p") == 0) {
         errors = check_p2p(calls / 4);
+    } else if (strcmp(mode, "bursts") == 0) {
+        errors = check_bursts(calls);
     } else {
-        if (rank == 0) fprintf(stderr, "lane_choice: unknown mode %s (coll, dup or p2p)\n", mode);
+        if (rank == 0)
+            fprintf(stderr, "lane_choice: unknown mode %s (coll, dup, p2p or bursts)\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int all = 0;

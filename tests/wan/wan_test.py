@@ -21,7 +21,8 @@ least a quarter of its equal share. onelane=PCT (a collective context is one lan
 issue 12): on every link end that sent 200 packets or more, one lane sent at least PCT % of
 them; lanespread=PCT (user point-to-point streams keep a lane per tag): on every such link end,
 every lane sent at least PCT % of them. Both count packets (msgs_sent) and fail if no link end
-sent 200, since then they would judge nothing.
+sent 200, since then they would judge nothing. notwice: no small message was sent twice
+(WANMPI_WAN_TWICE=auto must not take a spurious retransmission for a loss).
 
 --kill-every S cuts the job's connections between clusters every S seconds while it runs, as a
 NAT or firewall that drops its state does: `ss -K` in every host namespace of the run, on the
@@ -199,6 +200,16 @@ def check_stats(path, checks):
                     if int(r["z_sent"]) or int(r["z_recv"]):
                         return (f"rank {r['rank']} -> {r['peer_rank']}: compressed payloads on a "
                                 f"link of cluster {val}, which has compression off")
+        if key == "notwice":
+            # WANMPI_WAN_TWICE=auto on a lossless link: no copy may go (a retransmission the
+            # receiver reported as a duplicate is not a loss; wanlink::LossWatch).
+            twice = {(r["rank"], r["peer_rank"]): 0 for r in rows}
+            for r in rows:
+                twice[(r["rank"], r["peer_rank"])] += int(r["twice_sent"])
+            sent = {e: n for e, n in twice.items() if n}
+            if sent:
+                return ("small messages sent twice on a lossless link (retransmissions taken "
+                        f"for losses?): {', '.join(f'rank {a} -> {b}: {n}' for (a, b), n in sorted(sent.items()))}")
         for r in rows:
             end = f"rank {r['rank']} -> {r['peer_rank']}"
             if key == "pacing" and abs(int(r["pacing_bps"]) - int(val)) > int(val) * 0.005:
