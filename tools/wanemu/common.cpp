@@ -11,15 +11,41 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 extern char** environ;
 
 namespace wanmpi::wanemu {
 
 void throw_errno(const std::string& what) { throw error(what + ": " + std::strerror(errno)); }
+
+std::string fmt(const char* f, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, f);
+    std::vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+void logf(const char* f, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, f);
+    std::vsnprintf(msg, sizeof msg, f, ap);
+    va_end(ap);
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    tm t;
+    localtime_r(&ts.tv_sec, &t);
+    std::fprintf(stderr, "[wanemu %02d:%02d:%02d.%03ld] %s\n", t.tm_hour, t.tm_min, t.tm_sec,
+                 ts.tv_nsec / 1000000, msg);
+    std::fflush(stderr);
+}
 
 namespace {
 

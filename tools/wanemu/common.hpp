@@ -46,6 +46,11 @@ std::optional<int64_t> parse_size_bytes(std::string_view s);
 // Fractions: "0.5%" = 0.005, "0.01" = 0.01; must be within [0, 1].
 std::optional<double> parse_fraction(std::string_view s);
 
+// printf into a string (at most 1023 characters), and a time-stamped line on stderr (the
+// controller's log).
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+void logf(const char* f, ...) __attribute__((format(printf, 1, 2)));
+
 std::string format_duration(int64_t ns);
 std::string format_rate(double bps);
 std::string format_size(int64_t bytes);

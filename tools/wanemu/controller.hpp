@@ -8,7 +8,8 @@
 // process returns once the run is ready or has failed (failure cleans up before reporting).
 // cleanup_run() is the stateless clean-up used by `down` when no controller is alive
 // (SIGKILL) and as the controller's last step: it kills every process in the run's namespaces,
-// deletes the namespaces and removes the run directory.
+// deletes the namespaces and removes the run directory. cmd_up, cleanup_run, control_request
+// and format_hosts_table are in run.cpp; the controller (run_controller) in controller.cpp.
 // Threading: the controller's main thread does all setup, the event loop and teardown; only
 // the link engines run on their own threads.
 #pragma once
@@ -34,6 +35,10 @@ struct up_options {
 };
 
 int cmd_up(const topology& t, const up_options& o);
+
+// Runs the controller of run `st` in this process until the run is taken down (controller.cpp);
+// ready_fd (-1: none) gets its verdict on the set-up. Called by cmd_up (run.cpp).
+int run_controller(const run_state& st, const up_options& o, int ready_fd);
 
 // Sends one request line to the run's controller and returns its reply. Throws error if the
 // controller cannot be reached or answers "error: ...".
