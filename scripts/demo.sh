@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # wanmpi's main job: builds, then runs ONE MPI job over two emulated clusters 10 ms apart
 # (wanemu sites, 200 Mbit/s) and prints what it measured: inter-cluster ping-pong latency next to
-# plain TCP on the same link, a 64 MiB transfer next to the link rate, and collectives next to the
-# one-way delay. Needs root (network namespaces); as non-root it runs the old one-cluster demo.
+# plain TCP on the same link, a 64 MiB transfer next to the link rate (compression off; then the
+# same transfer compressed), and collectives next to the one-way delay. Needs root (network namespaces); as non-root it runs the old one-cluster demo.
 #   scripts/demo.sh [--quick]        (BUILD_DIR=dir to use another build tree)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
